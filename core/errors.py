@@ -1,0 +1,40 @@
+"""Error classes, named after what went wrong.
+
+Each error a user can hit carries what happened and what to do next in its message.
+"""
+
+from __future__ import annotations
+
+
+class KandevLspError(Exception):
+    """Base class for errors kandev-lsp reports to users."""
+
+
+class UnknownLanguageError(KandevLspError):
+    """No loaded plugin declares the requested language."""
+
+    def __init__(self, language: str, known: list[str]) -> None:
+        self.language = language
+        self.known = known
+        known_text = ", ".join(known) or "none"
+        super().__init__(
+            f"unknown language {language!r}; languages provided by the loaded plugins: {known_text}. "
+            "Run `kandev-lsp plugins` to see which plugins loaded."
+        )
+
+
+class PluginLoadError(KandevLspError):
+    """A plugin could not be imported, registered, or declared an invalid language."""
+
+    def __init__(self, plugin: str, reason: str) -> None:
+        self.plugin = plugin
+        self.reason = reason
+        super().__init__(f"plugin {plugin!r} was not loaded: {reason}")
+
+
+class SettingsError(KandevLspError):
+    """The user's settings file or a value in it is invalid."""
+
+
+class TaskEnvironmentError(KandevLspError):
+    """The task environment given to kandev-lsp could not be read."""

@@ -1,0 +1,311 @@
+"""Loading plugins and calling their hooks: the only place that talks to pluggy.
+
+Built-in languages and third-party ones load through the same entry-point group (``kandev_lsp``) and the
+same :meth:`PluginHost.register`. A plugin that fails to import, implements an unknown hook, declares a
+bad or duplicate language, or raises inside a hook is recorded as a :class:`PluginProblem` under its name
+and skipped; the other languages keep working.
+
+Environment switches (read from the agent's environment when the host is created):
+
+* ``KANDEV_LSP_DISABLE_PLUGINS=name,name``: do not load these plugins (by entry-point name).
+* ``KANDEV_LSP_TRACE_HOOKS=1``: log every hook call (hook, plugin, result type; never arguments, which
+  carry task environments) to stderr.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import sys
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from dataclasses import dataclass, field, replace
+from importlib import metadata
+from typing import Any
+
+import pluggy
+
+from kandev_lsp import defaults, hookspecs
+from kandev_lsp.configuration import ConfigurationAnswer
+from kandev_lsp.discovery import Candidate
+from kandev_lsp.errors import UnknownLanguageError
+from kandev_lsp.language import LanguageSpec
+from kandev_lsp.markers import ENTRY_POINT_GROUP, PROJECT_NAME
+from kandev_lsp.platform import HostPlatform
+from kandev_lsp.taskenv import Task
+
+DISABLE_ENV = "KANDEV_LSP_DISABLE_PLUGINS"
+TRACE_ENV = "KANDEV_LSP_TRACE_HOOKS"
+CORE_PLUGIN = "kandev_lsp.defaults"
+
+trace_log = logging.getLogger("kandev_lsp.hooks")
+
+
+@dataclass(frozen=True, slots=True)
+class PluginProblem:
+    """A plugin that failed to load, or raised inside a hook."""
+
+    plugin: str
+    phase: str  # "load" or the hook name
+    error: str
+
+    def __str__(self) -> str:
+        where = "failed to load" if self.phase == "load" else f"raised in {self.phase}"
+        return f"plugin {self.plugin!r} {where}: {self.error}"
+
+
+@dataclass(frozen=True, slots=True)
+class PluginInfo:
+    """A loaded plugin, for ``kandev-lsp plugins``."""
+
+    name: str
+    version: str
+    module: str
+    hooks: tuple[str, ...]
+    languages: tuple[str, ...]
+
+
+@dataclass
+class _Loaded:
+    name: str
+    version: str
+    plugin: object
+    languages: list[LanguageSpec] = field(default_factory=list)
+
+
+def _describe(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
+class PluginHost:
+    """A plugin manager holding the core hookspecs, the core defaults and the loaded plugins.
+
+    Create one per process (or per test) with :meth:`load`; nothing is created at import time. The typed
+    methods below are the only way the rest of kandev-lsp calls hooks.
+    """
+
+    def __init__(self, *, trace: bool = False) -> None:
+        self._pm = pluggy.PluginManager(PROJECT_NAME)
+        self._pm.add_hookspecs(hookspecs)
+        self._loaded: dict[str, _Loaded] = {}
+        self._languages: dict[str, LanguageSpec] = {}
+        self._owner: dict[str, str] = {}
+        self.problems: list[PluginProblem] = []
+        self.disabled: list[str] = []
+        self._trace = trace
+        if trace and not trace_log.handlers:
+            handler = logging.StreamHandler(sys.stderr)
+            handler.setFormatter(logging.Formatter("kandev-lsp hook: %(message)s"))
+            trace_log.addHandler(handler)
+            trace_log.setLevel(logging.DEBUG)
+        self._pm.register(defaults, name=CORE_PLUGIN)
+
+    # Loading -----------------------------------------------------------------------------------------
+    @classmethod
+    def load(
+        cls,
+        *,
+        environ: Mapping[str, str] | None = None,
+        entry_points: Iterable[metadata.EntryPoint] | None = None,
+    ) -> PluginHost:
+        """A host with every plugin of the ``kandev_lsp`` entry-point group, minus disabled ones."""
+        environ = os.environ if environ is None else environ
+        host = cls(trace=environ.get(TRACE_ENV, "") not in ("", "0", "false"))
+        blocked = {name.strip() for name in environ.get(DISABLE_ENV, "").split(",") if name.strip()}
+        points = metadata.entry_points(group=ENTRY_POINT_GROUP) if entry_points is None else entry_points
+        for point in sorted(points, key=lambda p: p.name):
+            if point.name in blocked:
+                host.disabled.append(point.name)
+                continue
+            host.load_entry_point(point)
+        return host
+
+    def load_entry_point(self, point: metadata.EntryPoint) -> bool:
+        """Import one entry point and register it under the entry point's name."""
+        try:
+            plugin = point.load()
+        except Exception as exc:  # any import failure must not take other languages down
+            self._problem(point.name, "load", f"import of {point.value!r} failed: {_describe(exc)}")
+            return False
+        version = point.dist.version if point.dist is not None else "unknown"
+        return self.register(plugin, point.name, version=version)
+
+    def register(self, plugin: object, name: str, *, version: str = "unknown") -> bool:
+        """Register ``plugin`` (a module or object with ``kandev_lsp_*`` hooks) under ``name``.
+
+        Returns False, recording a :class:`PluginProblem`, when the plugin is invalid: a hook name no spec
+        knows, an argument a spec does not have, a wrapper, or a bad or duplicate language.
+        """
+        if name in self._loaded or name == CORE_PLUGIN:
+            self._problem(name, "load", "a plugin with this name is already loaded")
+            return False
+        try:
+            self._pm.register(plugin, name=name)
+            self._pm.check_pending()
+        except pluggy.PluginValidationError as exc:
+            self._drop(plugin)
+            self._problem(name, "load", _describe(exc))
+            return False
+        if any(impl.wrapper or impl.hookwrapper for impl in self._impls_of(plugin)):
+            self._drop(plugin)
+            self._problem(name, "load", "hook wrappers are not supported by kandev-lsp hooks")
+            return False
+        loaded = _Loaded(name, version, plugin)
+        try:
+            languages = self._declared_languages(plugin)
+        except (TypeError, ValueError) as exc:
+            self._drop(plugin)
+            self._problem(name, "load", _describe(exc))
+            return False
+        for spec in languages:
+            if spec.id in self._languages:
+                self._drop(plugin)
+                self._problem(
+                    name, "load", f"language {spec.id!r} is already provided by plugin {self._owner[spec.id]!r}"
+                )
+                return False
+        for spec in languages:
+            self._languages[spec.id] = spec
+            self._owner[spec.id] = name
+        loaded.languages = languages
+        self._loaded[name] = loaded
+        return True
+
+    def _declared_languages(self, plugin: object) -> list[LanguageSpec]:
+        declared: list[LanguageSpec] = []
+        for impl in self._impls_of(plugin, "kandev_lsp_languages"):
+            try:
+                result = impl.function()
+            except Exception as exc:
+                raise ValueError(f"kandev_lsp_languages raised {_describe(exc)}") from exc
+            for spec in result or ():
+                if not isinstance(spec, LanguageSpec):
+                    raise TypeError(f"kandev_lsp_languages returned {type(spec).__name__}, not LanguageSpec")
+                declared.append(spec)
+        ids = [spec.id for spec in declared]
+        if len(ids) != len(set(ids)):
+            raise ValueError(f"the plugin declares a language twice: {sorted(ids)}")
+        return declared
+
+    def _impls_of(self, plugin: object, hook: str | None = None) -> list[pluggy.HookImpl]:
+        callers = self._pm.get_hookcallers(plugin) or []
+        return [
+            impl
+            for caller in callers
+            if hook is None or caller.name == hook
+            for impl in caller.get_hookimpls()
+            if impl.plugin is plugin
+        ]
+
+    def _drop(self, plugin: object) -> None:
+        if self._pm.is_registered(plugin):
+            self._pm.unregister(plugin)
+
+    def _problem(self, plugin: str, phase: str, error: str) -> None:
+        problem = PluginProblem(plugin, phase, error)
+        self.problems.append(problem)
+        trace_log.warning("%s", problem)
+
+    # Introspection -----------------------------------------------------------------------------------
+    def languages(self) -> dict[str, LanguageSpec]:
+        """Every loaded language by id, sorted."""
+        return dict(sorted(self._languages.items()))
+
+    def language(self, language_id: str) -> LanguageSpec:
+        try:
+            return self._languages[language_id]
+        except KeyError:
+            raise UnknownLanguageError(language_id, sorted(self._languages)) from None
+
+    def plugin_of(self, language_id: str) -> str:
+        """The name of the plugin that declares ``language_id``."""
+        return self._owner[language_id]
+
+    def plugins(self) -> list[PluginInfo]:
+        infos = []
+        for loaded in self._loaded.values():
+            hooks = sorted({impl_caller.name for impl_caller in self._pm.get_hookcallers(loaded.plugin) or []})
+            module = getattr(loaded.plugin, "__name__", type(loaded.plugin).__qualname__)
+            infos.append(
+                PluginInfo(loaded.name, loaded.version, module, tuple(hooks), tuple(s.id for s in loaded.languages))
+            )
+        return sorted(infos, key=lambda info: info.name)
+
+    # Isolated hook calls -----------------------------------------------------------------------------
+    def _call(self, hook: str, kwargs: Mapping[str, Any]) -> Iterator[tuple[str, Any]]:
+        """Call each implementation of ``hook`` in pluggy's order, skipping (and recording) failures."""
+        caller: pluggy.HookCaller = getattr(self._pm.hook, hook)
+        for impl in reversed(caller.get_hookimpls()):
+            name = impl.plugin_name
+            try:
+                result = impl.function(*[kwargs[arg] for arg in impl.argnames])
+            except Exception as exc:
+                self._problem(name, hook, _describe(exc))
+                continue
+            if self._trace:
+                trace_log.debug("%s %s -> %s", hook, name, type(result).__name__)
+            if result is not None:
+                yield name, result
+
+    def _first(self, hook: str, kwargs: Mapping[str, Any]) -> Any:
+        for _, result in self._call(hook, kwargs):
+            return result
+        return None
+
+    def _guarded(self, name: str, hook: str, items: Iterable[Any]) -> Iterator[Any]:
+        """Iterate a plugin's lazy result; an exception mid-way is recorded and ends that plugin's part."""
+        try:
+            yield from items
+        except Exception as exc:
+            self._problem(name, hook, _describe(exc))
+
+    # Typed facade: one method per hook --------------------------------------------------------------
+    def discover(self, language: LanguageSpec, task: Task) -> Iterator[Candidate]:
+        """All candidates for ``language``, plugins first, the core's default discovery last."""
+        hook = "kandev_lsp_discover"
+        for name, result in self._call(hook, {"language": language, "task": task}):
+            label = "" if name == CORE_PLUGIN else f"plugin {name}: "
+            for candidate in self._guarded(name, hook, result):
+                if isinstance(candidate, Candidate):
+                    yield replace(candidate, source=label + candidate.source) if label else candidate
+
+    def check_candidate(self, language: LanguageSpec, path: str, task: Task) -> str | None:
+        """The first rejection reason any plugin gives for ``path``, or None when it may serve."""
+        for name, reason in self._call(
+            "kandev_lsp_check_candidate", {"language": language, "path": path, "task": task}
+        ):
+            return f"{reason} (checked by {name})"
+        return None
+
+    def installer_available(self, language: LanguageSpec, host: HostPlatform) -> bool:
+        return bool(self._first("kandev_lsp_installer_available", {"language": language, "host": host}))
+
+    def default_settings(self, language: LanguageSpec) -> dict[str, Any]:
+        results = [dict(r) for _, r in self._call("kandev_lsp_default_settings", {"language": language})]
+        merged: dict[str, Any] = {}
+        for result in reversed(results):
+            merged.update(result)
+        return merged
+
+    def initialization_options(self, language: LanguageSpec, settings: Mapping[str, Any]) -> dict[str, Any] | None:
+        result = self._first("kandev_lsp_initialization_options", {"language": language, "settings": settings})
+        return dict(result) if result is not None else None
+
+    def configuration_item(
+        self, language: LanguageSpec, settings: Mapping[str, Any], section: str | None, scope_uri: str | None
+    ) -> Any:
+        """The answer to one ``workspace/configuration`` item."""
+        answer = self._first(
+            "kandev_lsp_configuration_item",
+            {"language": language, "settings": settings, "section": section, "scope_uri": scope_uri},
+        )
+        return answer.value if isinstance(answer, ConfigurationAnswer) else None
+
+    def suppressed_providers(self, language: LanguageSpec, capabilities: Mapping[str, Any]) -> frozenset[str]:
+        hook = "kandev_lsp_suppressed_providers"
+        united: set[str] = set()
+        for name, result in self._call(hook, {"language": language, "capabilities": capabilities}):
+            united.update(str(item) for item in self._guarded(name, hook, result))
+        return frozenset(united)
+
+

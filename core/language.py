@@ -1,0 +1,149 @@
+"""What a plugin declares about a language: pure, immutable data.
+
+Plugins declare; the core acts. A :class:`LanguageSpec` says which executable serves a language, how it
+is started, and how it could be installed (an :data:`InstallRecipe`). The core's resolver, installers and
+runners read these values; plugins never spawn, download or lock anything themselves.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from kandev_lsp.platform import HostPlatform
+
+_LANGUAGE_ID = re.compile(r"^[a-z][a-z0-9_-]{0,31}$")
+
+
+@dataclass(frozen=True, slots=True)
+class NpmPackage:
+    """One npm package pinned to an exact version (``typescript@5.9.3``)."""
+
+    name: str
+    version: str
+
+    @property
+    def spec(self) -> str:
+        return f"{self.name}@{self.version}"
+
+
+@dataclass(frozen=True, slots=True)
+class NpmRecipe:
+    """Install pinned npm packages into a prefix of the managed cache.
+
+    ``bin`` names the launcher that ``npm install`` writes to ``<prefix>/node_modules/.bin``.
+    ``node_engine`` is the node version range the pinned packages need (checked by ``doctor``).
+    """
+
+    packages: tuple[NpmPackage, ...]
+    bin: str
+    node_engine: str = ">=18"
+    kind: str = field(default="npm", init=False)
+
+    @property
+    def version(self) -> str:
+        """The version of the primary (first) package, recorded in receipts."""
+        return self.packages[0].version
+
+
+@dataclass(frozen=True, slots=True)
+class GoRecipe:
+    """``go install <package>@<version>`` with the task's own Go toolchain."""
+
+    package: str
+    version: str
+    bin: str
+    kind: str = field(default="go", init=False)
+
+
+@dataclass(frozen=True, slots=True)
+class ReleaseAsset:
+    """One downloadable file for one platform target.
+
+    ``compression`` says how the file is packed: ``"gzip"`` (a single gzip stream holding the
+    executable), ``"zip"``, ``"tar.gz"`` or ``"none"``. ``member`` names the executable inside an
+    archive. ``sha256`` is the pinned digest, or None when the mirror publishes ``<asset>.sha256``.
+    """
+
+    name: str
+    compression: str = "gzip"
+    sha256: str | None = None
+    member: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ReleaseRecipe:
+    """Download a per-platform release asset from ``<base_url>/<version>/<asset.name>``.
+
+    ``assets`` maps a target key ``"<os>-<arch>"`` (see :class:`HostPlatform`) to its asset. The base URL
+    is overridable by the user (mirrors, offline use, tests).
+    """
+
+    version: str
+    base_url: str
+    assets: Mapping[str, ReleaseAsset]
+    bin: str
+    kind: str = field(default="release", init=False)
+
+    def asset_for(self, host: HostPlatform) -> ReleaseAsset | None:
+        return self.assets.get(str(host))
+
+
+@dataclass(frozen=True, slots=True)
+class ManualInstall:
+    """The server is never installed automatically; ``instructions`` tell a person how to get it."""
+
+    instructions: str
+    kind: str = field(default="manual", init=False)
+
+
+InstallRecipe = NpmRecipe | GoRecipe | ReleaseRecipe | ManualInstall
+
+
+@dataclass(frozen=True, slots=True)
+class LanguageSpec:
+    """A language as a plugin declares it.
+
+    ``id`` is the value clients pass as ``language`` (``typescript``, ``go``). ``command`` is the
+    executable name looked up on PATH and in the managed cache; ``args`` follow it on the command line.
+    ``language_ids`` are the LSP ``languageId`` values of documents this server owns.
+    ``version_args`` print the server's version (used by ``doctor`` and install verification).
+    ``proxy_launchers`` name launchers that stand in for many tools (``rustup``): a candidate that resolves
+    to one is run with ``version_args`` before it is trusted, since the proxied tool may be absent.
+    """
+
+    id: str
+    display_name: str
+    command: str
+    args: tuple[str, ...] = ()
+    file_extensions: tuple[str, ...] = ()
+    language_ids: tuple[str, ...] = ()
+    root_markers: tuple[str, ...] = ()
+    install: InstallRecipe = ManualInstall("Install the server and put it on PATH.")
+    experimental: bool = False
+    homepage: str = ""
+    version_args: tuple[str, ...] = ("--version",)
+    proxy_launchers: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        if not _LANGUAGE_ID.match(self.id):
+            raise ValueError(
+                f"language id {self.id!r} must be 1-32 lower-case letters, digits, '-' or '_', "
+                "starting with a letter"
+            )
+        if not self.command or "/" in self.command or "\\" in self.command:
+            raise ValueError(
+                f"language {self.id!r}: command {self.command!r} must be a bare executable name"
+            )
+
+    @property
+    def auto_installable(self) -> bool:
+        """Whether any host could install this server automatically (kotlin: never)."""
+        return not isinstance(self.install, ManualInstall)
+
+    @property
+    def manual_instructions(self) -> str:
+        if isinstance(self.install, ManualInstall):
+            return self.install.instructions
+        return ""

@@ -1,0 +1,64 @@
+"""The host platform as a value.
+
+Every rule that differs between operating systems (PATHEXT, execute bits, case-insensitive environment
+keys, which release asset to download) takes a :class:`HostPlatform` argument instead of reading
+``sys.platform``, so Windows and macOS behaviour is tested on Linux with plain values.
+"""
+
+from __future__ import annotations
+
+import platform as _stdlib_platform
+import sys
+from dataclasses import dataclass
+from pathlib import PurePath, PurePosixPath, PureWindowsPath
+from typing import Literal
+
+OperatingSystem = Literal["linux", "darwin", "windows"]
+Architecture = Literal["x86_64", "aarch64", "other"]
+
+_ARCH_ALIASES: dict[str, Architecture] = {
+    "x86_64": "x86_64",
+    "amd64": "x86_64",
+    "aarch64": "aarch64",
+    "arm64": "aarch64",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class HostPlatform:
+    """The operating system and CPU architecture a server would run on."""
+
+    os: OperatingSystem
+    arch: Architecture
+
+    @classmethod
+    def current(cls) -> HostPlatform:
+        """The platform of this interpreter."""
+        if sys.platform.startswith("win"):
+            os_name: OperatingSystem = "windows"
+        elif sys.platform == "darwin":
+            os_name = "darwin"
+        else:
+            os_name = "linux"
+        arch = _ARCH_ALIASES.get(_stdlib_platform.machine().lower(), "other")
+        return cls(os_name, arch)
+
+    @property
+    def is_windows(self) -> bool:
+        return self.os == "windows"
+
+    def pure_path(self, text: str) -> PurePath:
+        """A path object with this platform's syntax (drive letters and backslashes on Windows)."""
+        return PureWindowsPath(text) if self.is_windows else PurePosixPath(text)
+
+    def is_absolute(self, text: str) -> bool:
+        """Whether ``text`` is an absolute path on this platform (``C:\\x`` yes, ``\\x`` or ``x`` no)."""
+        if not text:
+            return False
+        path = self.pure_path(text)
+        if self.is_windows:
+            return bool(path.drive) and bool(path.root)
+        return path.is_absolute()
+
+    def __str__(self) -> str:
+        return f"{self.os}-{self.arch}"

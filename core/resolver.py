@@ -1,0 +1,207 @@
+"""Language + task -> :class:`Resolution`: a runnable server, or why there is none.
+
+The resolver walks the candidates the plugins and the core's default discovery propose, probes each on
+the filesystem, and takes the first that exists, is executable, lies outside the task's workspace and
+passes every plugin's runnability check. Every candidate considered is recorded for ``--explain``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any
+
+from kandev_lsp.discovery import FileProbe, LocalFileProbe, ProbeStatus
+from kandev_lsp.errors import UnknownLanguageError
+from kandev_lsp.host import PluginHost
+from kandev_lsp.language import LanguageSpec
+from kandev_lsp.platform import HostPlatform
+from kandev_lsp.taskenv import Task, TaskEnvironment
+
+SCHEMA = "kandev-lsp/resolution"
+SCHEMA_VERSION = 1
+
+
+class MissingReason(StrEnum):
+    """Why no server was found, as a category a program can branch on."""
+
+    INSTALLABLE_NOT_REQUESTED = "installable_not_requested"
+    NO_INSTALLER = "no_installer"
+    UNSUPPORTED_LANGUAGE = "unsupported_language"
+    CACHE_UNAVAILABLE = "cache_unavailable"
+
+
+#: Stream close codes of the task-host contract for each reason.
+CLOSE_CODES: dict[MissingReason, int] = {
+    MissingReason.INSTALLABLE_NOT_REQUESTED: 4001,
+    MissingReason.NO_INSTALLER: 4007,
+    MissingReason.CACHE_UNAVAILABLE: 4007,
+}
+
+#: Exit codes of ``kandev-lsp resolve`` (documented in docs/resolve-contract.md).
+EXIT_FOUND = 0
+EXIT_CODES: dict[MissingReason, int] = {
+    MissingReason.INSTALLABLE_NOT_REQUESTED: 10,
+    MissingReason.NO_INSTALLER: 11,
+    MissingReason.CACHE_UNAVAILABLE: 12,
+    MissingReason.UNSUPPORTED_LANGUAGE: 13,
+}
+
+
+@dataclass(frozen=True, slots=True)
+class ExplainStep:
+    """One candidate the resolver considered and what it decided."""
+
+    source: str
+    path: str
+    verdict: str  # "taken", "rejected" or "skipped"
+    reason: str
+
+    def to_json(self) -> dict[str, str]:
+        return {"source": self.source, "path": self.path, "verdict": self.verdict, "reason": self.reason}
+
+
+@dataclass(frozen=True, slots=True)
+class Resolution:
+    """The answer for one language and task: ``found`` with an argv, or ``reason`` with a message."""
+
+    language: str
+    found: bool
+    executable: str | None = None
+    argv: tuple[str, ...] = ()
+    source: str | None = None
+    reason: MissingReason | None = None
+    message: str = ""
+    installable: bool = False
+    trail: tuple[ExplainStep, ...] = field(default=(), repr=False)
+
+    @property
+    def close_code(self) -> int | None:
+        """The stream close code for a missing server (4001 / 4007), None when found."""
+        return CLOSE_CODES.get(self.reason) if self.reason else None
+
+    @property
+    def exit_code(self) -> int:
+        return EXIT_CODES[self.reason] if self.reason else EXIT_FOUND
+
+    def to_json(self, *, explain: bool = False) -> dict[str, Any]:
+        """The versioned JSON contract of ``kandev-lsp resolve --json``."""
+        data: dict[str, Any] = {
+            "schema": SCHEMA,
+            "version": SCHEMA_VERSION,
+            "language": self.language,
+            "status": "found" if self.found else "missing",
+            "executable": self.executable,
+            "argv": list(self.argv),
+            "source": self.source,
+            "reason": self.reason.value if self.reason else None,
+            "closeCode": self.close_code,
+            "installable": self.installable,
+            "message": self.message,
+        }
+        if explain:
+            data["explain"] = [step.to_json() for step in self.trail]
+        return data
+
+
+class Resolver:
+    """Resolves languages against the plugins of one :class:`PluginHost`."""
+
+    def __init__(self, plugins: PluginHost, probe: FileProbe | None = None) -> None:
+        self.plugins = plugins
+        self._probe = probe
+
+    def resolve(self, language: str, task: Task) -> Resolution:
+        try:
+            spec = self.plugins.language(language)
+        except UnknownLanguageError as exc:
+            return Resolution(language, False, reason=MissingReason.UNSUPPORTED_LANGUAGE, message=str(exc))
+        probe = self._probe or LocalFileProbe(task.host)
+        trail: list[ExplainStep] = []
+        for candidate in self.plugins.discover(spec, task):
+            if candidate.skip:
+                trail.append(ExplainStep(candidate.source, candidate.path, "skipped", candidate.skip))
+                continue
+            result = probe.probe(candidate.path)
+            if result.status is not ProbeStatus.OK:
+                trail.append(ExplainStep(candidate.source, candidate.path, "rejected", result.status.value))
+                continue
+            if probe.is_within(result.real_path, task.workspace):
+                trail.append(
+                    ExplainStep(candidate.source, candidate.path, "rejected", "inside the task workspace; never trusted")
+                )
+                continue
+            refusal = self.plugins.check_candidate(spec, candidate.path, task)
+            if refusal:
+                trail.append(ExplainStep(candidate.source, candidate.path, "rejected", refusal))
+                continue
+            trail.append(ExplainStep(candidate.source, candidate.path, "taken", "exists and is executable"))
+            return Resolution(
+                spec.id,
+                True,
+                executable=candidate.path,
+                argv=(candidate.path, *spec.args),
+                source=candidate.source,
+                message=f"{spec.display_name}: {candidate.path}",
+                trail=tuple(trail),
+            )
+        return self._missing(spec, task, tuple(trail))
+
+    def _missing(self, spec: LanguageSpec, task: Task, trail: tuple[ExplainStep, ...]) -> Resolution:
+        installer = self.plugins.installer_available(spec, task.host)
+        if not installer:
+            reason = MissingReason.NO_INSTALLER
+            how = spec.manual_instructions or (
+                f"no installer for {spec.display_name} on {task.host}; install `{spec.command}` yourself "
+                "and put it on the task's PATH"
+            )
+            message = f"{spec.command} was not found. {how}"
+        elif task.env.cache_root() is None:  # every install is staged in the cache
+            reason = MissingReason.CACHE_UNAVAILABLE
+            message = (
+                f"{spec.command} was not found, and it cannot be installed: the task's HOME "
+                f"({task.env.home() or 'unset'!s}) is not an absolute path, so the managed cache is disabled. "
+                "Set HOME to an absolute folder in the task environment, or put the server on PATH."
+            )
+        else:
+            reason = MissingReason.INSTALLABLE_NOT_REQUESTED
+            message = (
+                f"{spec.command} was not found; it can be installed. "
+                f"Run `kandev-lsp install {spec.id}` or connect with autoInstall=1."
+            )
+        return Resolution(
+            spec.id,
+            False,
+            reason=reason,
+            message=message,
+            installable=reason is MissingReason.INSTALLABLE_NOT_REQUESTED,
+            trail=trail,
+        )
+
+
+_default_host: PluginHost | None = None
+
+
+def default_host() -> PluginHost:
+    """The process's plugin host, loaded from entry points on first use (never at import time)."""
+    global _default_host
+    if _default_host is None:
+        _default_host = PluginHost.load()
+    return _default_host
+
+
+def resolve(
+    language: str,
+    env: TaskEnvironment,
+    workspace: str,
+    host: HostPlatform | None = None,
+    *,
+    plugins: PluginHost | None = None,
+) -> Resolution:
+    """Resolve ``language`` for the task with environment ``env`` and workspace folder ``workspace``.
+
+    ``host`` overrides the environment's platform (to ask "what would a Windows task get?").
+    """
+    if host is not None and host != env.host:
+        env = TaskEnvironment(env.variables, host)
+    return Resolver(plugins or default_host()).resolve(language, Task(workspace, env))

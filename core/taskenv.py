@@ -1,0 +1,170 @@
+"""The task's environment and workspace, as plain values.
+
+A task runs with the agent's environment plus the task's own overrides (PATH, HOME, GOBIN, ...). Every
+lookup kandev-lsp makes for a task reads this value, never ``os.environ``, so two tasks with different
+toolchains resolve differently in one process. On Windows, variable names compare case-insensitively
+(``Path`` and ``PATH`` are one variable), as they do for a Windows process.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+
+from kandev_lsp.errors import TaskEnvironmentError
+from kandev_lsp.platform import HostPlatform
+
+DEFAULT_PATHEXT = (".COM", ".EXE", ".BAT", ".CMD")
+CACHE_RELATIVE = (".kandev", "lsp-servers")
+
+
+@dataclass(frozen=True, slots=True)
+class TaskEnvironment(Mapping[str, str]):
+    """Environment variables of one task on one host platform.
+
+    Build it with :meth:`from_agent` (the agent's environment with the task's overrides) or
+    :meth:`from_mapping`. It is a read-only mapping; on Windows, keys compare case-insensitively and keep
+    the spelling they were given.
+    """
+
+    variables: Mapping[str, str]
+    host: HostPlatform = field(default_factory=HostPlatform.current)
+    _folded: Mapping[str, str] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        folded = {key.upper(): value for key, value in self.variables.items()} if self.host.is_windows else {}
+        object.__setattr__(self, "_folded", folded)
+
+    @classmethod
+    def from_mapping(cls, variables: Mapping[str, str], host: HostPlatform | None = None) -> TaskEnvironment:
+        return cls(dict(variables), host or HostPlatform.current())
+
+    @classmethod
+    def from_agent(
+        cls,
+        overrides: Mapping[str, str | None] | None = None,
+        *,
+        base: Mapping[str, str] | None = None,
+        host: HostPlatform | None = None,
+    ) -> TaskEnvironment:
+        """The agent's environment (``base``, default ``os.environ``) with the task's overrides.
+
+        An override of ``None`` removes the variable. On Windows an override replaces a variable whatever
+        the case of its name.
+        """
+        host = host or HostPlatform.current()
+        merged: dict[str, str] = dict(os.environ if base is None else base)
+        for key, value in (overrides or {}).items():
+            if host.is_windows:
+                for existing in [k for k in merged if k.upper() == key.upper()]:
+                    del merged[existing]
+            else:
+                merged.pop(key, None)
+            if value is not None:
+                merged[key] = value
+        return cls(merged, host)
+
+    # Mapping protocol -------------------------------------------------------------------------------
+    def __getitem__(self, key: str) -> str:
+        if self.host.is_windows:
+            return self._folded[key.upper()]
+        return self.variables[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.variables)
+
+    def __len__(self) -> int:
+        return len(self.variables)
+
+    def __contains__(self, key: object) -> bool:
+        if not isinstance(key, str):
+            return False
+        return key.upper() in self._folded if self.host.is_windows else key in self.variables
+
+    # Derived values ----------------------------------------------------------------------------------
+    def value(self, key: str) -> str:
+        """The variable's value, or ``""`` when unset."""
+        return self.get(key) or ""
+
+    def path_entries(self) -> list[str]:
+        """PATH split with the host's separator, keeping order (empty entries included)."""
+        separator = ";" if self.host.is_windows else ":"
+        return self.value("PATH").split(separator)
+
+    def pathext(self) -> tuple[str, ...]:
+        """Extensions tried for a bare command name on Windows (``PATHEXT`` or the system default)."""
+        raw = self.value("PATHEXT")
+        exts = tuple(e.strip() for e in raw.split(";") if e.strip().startswith("."))
+        return exts or DEFAULT_PATHEXT
+
+    def home(self) -> str:
+        """The task's home folder: HOME, or on Windows USERPROFILE when HOME is empty."""
+        home = self.value("HOME")
+        if not home and self.host.is_windows:
+            home = self.value("USERPROFILE")
+        return home
+
+    def cache_root(self) -> str | None:
+        """``<HOME>/.kandev/lsp-servers``, or None when HOME is not an absolute path (cache disabled)."""
+        home = self.home()
+        if not self.host.is_absolute(home):
+            return None
+        return str(self.host.pure_path(home).joinpath(*CACHE_RELATIVE))
+
+    def to_dict(self) -> dict[str, str]:
+        """A plain dict, for spawning a process."""
+        return dict(self.variables)
+
+    def with_overrides(self, overrides: Mapping[str, str | None]) -> TaskEnvironment:
+        return TaskEnvironment.from_agent(overrides, base=self.variables, host=self.host)
+
+
+def load_env_file(path: str) -> dict[str, str]:
+    """Read task overrides from a file: a JSON object, or ``KEY=VALUE`` lines (``#`` comments allowed).
+
+    Values are taken literally (no quoting or expansion), so a file written by a program round-trips.
+    """
+    try:
+        with open(path, encoding="utf-8") as handle:
+            text = handle.read()
+    except OSError as exc:
+        raise TaskEnvironmentError(f"cannot read task environment file {path!r}: {exc.strerror}") from exc
+    stripped = text.lstrip()
+    if stripped.startswith("{"):
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise TaskEnvironmentError(
+                f"task environment file {path!r} is not valid JSON (line {exc.lineno}): {exc.msg}"
+            ) from exc
+        if not all(isinstance(k, str) and isinstance(v, str) for k, v in data.items()):
+            raise TaskEnvironmentError(
+                f"task environment file {path!r}: every key and value must be a string"
+            )
+        return dict(data)
+    result: dict[str, str] = {}
+    for number, line in enumerate(text.splitlines(), start=1):
+        line = line.strip()
+        if not line or line.startswith("#"):
+            continue
+        key, sep, value = line.partition("=")
+        if not sep or not key.strip():
+            raise TaskEnvironmentError(
+                f"task environment file {path!r} line {number}: expected KEY=VALUE, got {line[:40]!r}"
+            )
+        result[key.strip()] = value
+    return result
+
+
+@dataclass(frozen=True, slots=True)
+class Task:
+    """One task: its workspace folder and its environment."""
+
+    workspace: str
+    env: TaskEnvironment
+
+    @property
+    def host(self) -> HostPlatform:
+        return self.env.host
