@@ -123,7 +123,9 @@ def cache_candidates(language: LanguageSpec, env: TaskEnvironment) -> Iterator[C
     """
     root = env.cache_root()
     if root is None:
-        yield Candidate("", "managed cache", skip="HOME is not an absolute path; the managed cache is disabled")
+        yield Candidate(
+            "", "managed cache", skip="HOME is not an absolute path; the managed cache is disabled"
+        )
         return
     base = env.host.pure_path(root)
     current = base / language.id / "current"

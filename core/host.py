@@ -17,13 +17,12 @@ from __future__ import annotations
 import logging
 import os
 import sys
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from importlib import metadata
 from typing import Any
 
 import pluggy
-
 from kandev_lsp import defaults, hookspecs
 from kandev_lsp.configuration import ConfigurationAnswer
 from kandev_lsp.discovery import Candidate
@@ -161,7 +160,9 @@ class PluginHost:
             if spec.id in self._languages:
                 self._drop(plugin)
                 self._problem(
-                    name, "load", f"language {spec.id!r} is already provided by plugin {self._owner[spec.id]!r}"
+                    name,
+                    "load",
+                    f"language {spec.id!r} is already provided by plugin {self._owner[spec.id]!r}",
                 )
                 return False
         for spec in languages:
@@ -178,7 +179,11 @@ class PluginHost:
                 result = impl.function()
             except Exception as exc:
                 raise ValueError(f"kandev_lsp_languages raised {_describe(exc)}") from exc
-            for spec in result or ():
+            if result is None:
+                continue
+            if isinstance(result, LanguageSpec) or not isinstance(result, Iterable):
+                raise TypeError("kandev_lsp_languages must return a list of LanguageSpec")
+            for spec in result:
                 if not isinstance(spec, LanguageSpec):
                     raise TypeError(f"kandev_lsp_languages returned {type(spec).__name__}, not LanguageSpec")
                 declared.append(spec)
@@ -224,10 +229,14 @@ class PluginHost:
     def plugins(self) -> list[PluginInfo]:
         infos = []
         for loaded in self._loaded.values():
-            hooks = sorted({impl_caller.name for impl_caller in self._pm.get_hookcallers(loaded.plugin) or []})
+            hooks = sorted(
+                {impl_caller.name for impl_caller in self._pm.get_hookcallers(loaded.plugin) or []}
+            )
             module = getattr(loaded.plugin, "__name__", type(loaded.plugin).__qualname__)
             infos.append(
-                PluginInfo(loaded.name, loaded.version, module, tuple(hooks), tuple(s.id for s in loaded.languages))
+                PluginInfo(
+                    loaded.name, loaded.version, module, tuple(hooks), tuple(s.id for s in loaded.languages)
+                )
             )
         return sorted(infos, key=lambda info: info.name)
 
@@ -287,8 +296,12 @@ class PluginHost:
             merged.update(result)
         return merged
 
-    def initialization_options(self, language: LanguageSpec, settings: Mapping[str, Any]) -> dict[str, Any] | None:
-        result = self._first("kandev_lsp_initialization_options", {"language": language, "settings": settings})
+    def initialization_options(
+        self, language: LanguageSpec, settings: Mapping[str, Any]
+    ) -> dict[str, Any] | None:
+        result = self._first(
+            "kandev_lsp_initialization_options", {"language": language, "settings": settings}
+        )
         return dict(result) if result is not None else None
 
     def configuration_item(
@@ -307,5 +320,3 @@ class PluginHost:
         for name, result in self._call(hook, {"language": language, "capabilities": capabilities}):
             united.update(str(item) for item in self._guarded(name, hook, result))
         return frozenset(united)
-
-

@@ -133,9 +133,7 @@ class LanguageSpec:
                 "starting with a letter"
             )
         if not self.command or "/" in self.command or "\\" in self.command:
-            raise ValueError(
-                f"language {self.id!r}: command {self.command!r} must be a bare executable name"
-            )
+            raise ValueError(f"language {self.id!r}: command {self.command!r} must be a bare executable name")
 
     @property
     def auto_installable(self) -> bool:

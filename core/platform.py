@@ -16,6 +16,7 @@ from typing import Literal
 OperatingSystem = Literal["linux", "darwin", "windows"]
 Architecture = Literal["x86_64", "aarch64", "other"]
 
+_OS_NAMES: dict[str, OperatingSystem] = {"win32": "windows", "cygwin": "windows", "darwin": "darwin"}
 _ARCH_ALIASES: dict[str, Architecture] = {
     "x86_64": "x86_64",
     "amd64": "x86_64",
@@ -34,13 +35,8 @@ class HostPlatform:
     @classmethod
     def current(cls) -> HostPlatform:
         """The platform of this interpreter."""
-        if sys.platform.startswith("win"):
-            os_name: OperatingSystem = "windows"
-        elif sys.platform == "darwin":
-            os_name = "darwin"
-        else:
-            os_name = "linux"
-        arch = _ARCH_ALIASES.get(_stdlib_platform.machine().lower(), "other")
+        os_name = _OS_NAMES.get(sys.platform, "linux")
+        arch: Architecture = _ARCH_ALIASES.get(_stdlib_platform.machine().lower(), "other")
         return cls(os_name, arch)
 
     @property

@@ -128,7 +128,12 @@ class Resolver:
                 continue
             if probe.is_within(result.real_path, task.workspace):
                 trail.append(
-                    ExplainStep(candidate.source, candidate.path, "rejected", "inside the task workspace; never trusted")
+                    ExplainStep(
+                        candidate.source,
+                        candidate.path,
+                        "rejected",
+                        "inside the task workspace; never trusted",
+                    )
                 )
                 continue
             refusal = self.plugins.check_candidate(spec, candidate.path, task)

@@ -14,7 +14,9 @@ LANGUAGE = LanguageSpec(
     file_extensions=(".py", ".pyi"),
     language_ids=("python",),
     root_markers=("pyproject.toml", "setup.py", "setup.cfg", "pyrightconfig.json", "requirements.txt"),
-    install=NpmRecipe(packages=(NpmPackage("pyright", "1.1.414"),), bin="pyright-langserver", node_engine=">=14"),
+    install=NpmRecipe(
+        packages=(NpmPackage("pyright", "1.1.414"),), bin="pyright-langserver", node_engine=">=14"
+    ),
     homepage="https://github.com/microsoft/pyright",
     # pyright-langserver has no --version; the package's other launcher does, but the server itself
     # answers an LSP initialize, which is how installs are verified.

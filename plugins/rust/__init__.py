@@ -31,7 +31,10 @@ LANGUAGE = LanguageSpec(
     install=ReleaseRecipe(
         version=RELEASE_VERSION,
         base_url=RELEASE_BASE_URL,
-        assets={key: ReleaseAsset(f"rust-analyzer-{target}.gz", compression="gzip") for key, target in _TARGETS.items()},
+        assets={
+            key: ReleaseAsset(f"rust-analyzer-{target}.gz", compression="gzip")
+            for key, target in _TARGETS.items()
+        },
         bin="rust-analyzer",
     ),
     homepage="https://rust-analyzer.github.io",

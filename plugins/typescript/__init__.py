@@ -54,7 +54,9 @@ def suppressed_providers(capabilities: Mapping[str, Any]) -> set[str]:
 
 
 @hookimpl
-def kandev_lsp_suppressed_providers(language: LanguageSpec, capabilities: Mapping[str, Any]) -> Iterable[str] | None:
+def kandev_lsp_suppressed_providers(
+    language: LanguageSpec, capabilities: Mapping[str, Any]
+) -> Iterable[str] | None:
     if language.id != LANGUAGE.id:
         return None
     return suppressed_providers(capabilities)
