@@ -16,6 +16,8 @@ from typing import Literal
 OperatingSystem = Literal["linux", "darwin", "windows"]
 Architecture = Literal["x86_64", "aarch64", "other"]
 
+_OS_VALUES: tuple[OperatingSystem, ...] = ("linux", "darwin", "windows")
+_ARCH_VALUES: tuple[Architecture, ...] = ("x86_64", "aarch64", "other")
 _OS_NAMES: dict[str, OperatingSystem] = {"win32": "windows", "cygwin": "windows", "darwin": "darwin"}
 _ARCH_ALIASES: dict[str, Architecture] = {
     "x86_64": "x86_64",
@@ -38,6 +40,19 @@ class HostPlatform:
         os_name = _OS_NAMES.get(sys.platform, "linux")
         arch: Architecture = _ARCH_ALIASES.get(_stdlib_platform.machine().lower(), "other")
         return cls(os_name, arch)
+
+    @classmethod
+    def parse(cls, text: str) -> HostPlatform:
+        """``"windows-x86_64"`` -> ``HostPlatform("windows", "x86_64")``; ValueError names what is wrong."""
+        os_name, _, arch = text.partition("-")
+        for known_os in _OS_VALUES:
+            for known_arch in _ARCH_VALUES:
+                if (os_name, arch) == (known_os, known_arch):
+                    return cls(known_os, known_arch)
+        raise ValueError(
+            f"{text!r} is not a platform: expected OS-ARCH with OS one of {', '.join(_OS_VALUES)} "
+            f"and ARCH one of {', '.join(_ARCH_VALUES)}"
+        )
 
     @property
     def is_windows(self) -> bool:

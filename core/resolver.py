@@ -118,10 +118,18 @@ class Resolver:
             return Resolution(language, False, reason=MissingReason.UNSUPPORTED_LANGUAGE, message=str(exc))
         probe = self._probe or LocalFileProbe(task.host)
         trail: list[ExplainStep] = []
+        seen: dict[str, str] = {}
         for candidate in self.plugins.discover(spec, task):
             if candidate.skip:
                 trail.append(ExplainStep(candidate.source, candidate.path, "skipped", candidate.skip))
                 continue
+            if candidate.path in seen:
+                # PATH often names a folder twice; probing (or running a proxy check) again changes nothing.
+                trail.append(
+                    ExplainStep(candidate.source, candidate.path, "skipped", f"same file as {seen[candidate.path]}")
+                )
+                continue
+            seen[candidate.path] = candidate.source
             result = probe.probe(candidate.path)
             if result.status is not ProbeStatus.OK:
                 trail.append(ExplainStep(candidate.source, candidate.path, "rejected", result.status.value))

@@ -12,7 +12,7 @@ from kandev_lsp import LanguageSpec, ManualInstall, hookimpl
 
 LANGUAGE = LanguageSpec(
     id="kotlin",
-    display_name="Kotlin (experimental)",
+    display_name="Kotlin",
     command="kotlin-lsp",
     args=("--stdio",),
     file_extensions=(".kt", ".kts"),

@@ -1,0 +1,72 @@
+"""``kandev-lsp doctor``: every language, where its server is found and how, or why not and what to do."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from kandev_lsp.cli.common import add_task_arguments, load_plugins, print_json, task_from_args
+
+VERSION_TIMEOUT = 5.0
+
+
+def add_doctor_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    parser = subparsers.add_parser(
+        "doctor",
+        help="check every language and toolchain for a task, and say what to do",
+        description="For every language: where its server was found and its version, or why it was not "
+        "found and what to do. Then the toolchains installers need (node, npm, go). Exit 0 when every "
+        "non-experimental language resolves, 1 otherwise.",
+    )
+    parser.add_argument("--json", action="store_true", help="machine-readable output")
+    parser.add_argument(
+        "--no-version", action="store_true", help="do not run servers to learn their versions"
+    )
+    add_task_arguments(parser)
+    parser.set_defaults(handler=run_doctor)
+
+
+def run_doctor(args: argparse.Namespace) -> int:
+    from kandev_lsp.install.toolchains import toolchain_checks
+    from kandev_lsp.probe import run_briefly
+    from kandev_lsp.resolver import Resolver
+
+    plugins = load_plugins()
+    task = task_from_args(args)
+    resolver = Resolver(plugins)
+    languages: list[dict[str, Any]] = []
+    healthy = True
+    for spec in plugins.languages().values():
+        resolution = resolver.resolve(spec.id, task)
+        entry: dict[str, Any] = {
+            "language": spec.id,
+            "experimental": spec.experimental,
+            **resolution.to_json(),
+            "installerAvailable": plugins.installer_available(spec, task.host),
+        }
+        if resolution.found and resolution.executable and spec.version_args and not args.no_version:
+            run = run_briefly([resolution.executable, *spec.version_args], task.env, timeout=VERSION_TIMEOUT)
+            entry["serverVersion"] = run.summary if run.ok else None
+        if not resolution.found and not spec.experimental:
+            healthy = False
+        languages.append(entry)
+    checks = toolchain_checks(task.env, plugins.languages().values())
+    toolchains = [check.to_json() for check in checks]
+    if args.json:
+        print_json(
+            {"languages": languages, "toolchains": toolchains, "problems": [str(p) for p in plugins.problems]}
+        )
+        return 0 if healthy else 1
+    for entry in languages:
+        mark = "ok " if entry["status"] == "found" else ("-- " if entry["experimental"] else "!! ")
+        if entry["status"] == "found":
+            version = f" ({entry['serverVersion']})" if entry.get("serverVersion") else ""
+            print(f"{mark}{entry['language']:<11} {entry['executable']}{version}  [from {entry['source']}]")
+        else:
+            print(f"{mark}{entry['language']:<11} {entry['message']}")
+    print()
+    for check in checks:
+        print(check.describe())
+    for problem in plugins.problems:
+        print(f"!! {problem}")
+    return 0 if healthy else 1

@@ -1,0 +1,44 @@
+"""``kandev-lsp resolve LANG``: the resolver for agentctl and people (contract: docs/resolve-contract.md)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from kandev_lsp.cli.common import add_task_arguments, load_plugins, print_json, task_from_args
+
+
+def add_resolve_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    parser = subparsers.add_parser(
+        "resolve",
+        help="find the language server for LANG in a task",
+        description=(
+            "Find a working server for LANG in the task's environment. Exit 0 when found; 10 missing but "
+            "installable; 11 missing with no installer on this host; 12 the managed cache is disabled "
+            "(HOME not absolute); 13 unknown language. See docs/resolve-contract.md."
+        ),
+    )
+    parser.add_argument("language", metavar="LANG")
+    parser.add_argument("--json", action="store_true", help="print the versioned JSON contract")
+    parser.add_argument("--explain", action="store_true", help="list every candidate considered and why")
+    add_task_arguments(parser)
+    parser.set_defaults(handler=run_resolve)
+
+
+def run_resolve(args: argparse.Namespace) -> int:
+    from kandev_lsp.resolver import Resolver
+
+    task = task_from_args(args)
+    resolution = Resolver(load_plugins()).resolve(args.language, task)
+    if args.json:
+        print_json(resolution.to_json(explain=args.explain))
+        return resolution.exit_code
+    if args.explain:
+        for number, step in enumerate(resolution.trail, start=1):
+            where = step.path or "-"
+            print(f"{number:>3}. {step.verdict:<8} {step.source:<22} {where}  ({step.reason})")
+    if resolution.found:
+        print(" ".join(resolution.argv))
+    else:
+        print(f"kandev-lsp: {resolution.message}", file=sys.stderr)
+    return resolution.exit_code

@@ -1,0 +1,137 @@
+"""Helpers and pytest fixtures for testing a kandev-lsp plugin on its own.
+
+Installed as a pytest plugin (entry point ``pytest11``), so a plugin author's tests get these fixtures
+without configuration:
+
+``plugin_host_factory``
+    ``plugin_host_factory(my_plugin_module)`` -> a :class:`~kandev_lsp.host.PluginHost` holding only the
+    core hookspecs, the core defaults and the given plugins (no entry points are read).
+``task_factory``
+    ``task_factory(path=[folder, ...], home=..., extra={...}, host=HostPlatform(...))`` -> a
+    :class:`~kandev_lsp.taskenv.Task` whose environment contains only what you pass, and whose workspace
+    is a fresh folder under ``tmp_path``.
+:func:`fake_executable`
+    ``fake_executable(folder, "name", script="...")`` -> the path of an executable that runs ``script``
+    with this interpreter (for discovery tests; not a language server).
+
+:class:`TableProbe` stands in for the filesystem when simulating another OS (Windows paths on Linux).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Callable, Iterable, Mapping
+from pathlib import Path, PurePosixPath, PureWindowsPath
+
+import pytest
+from kandev_lsp.discovery import ProbeResult, ProbeStatus
+from kandev_lsp.host import PluginHost
+from kandev_lsp.platform import HostPlatform
+from kandev_lsp.resolver import Resolution, Resolver
+from kandev_lsp.taskenv import Task, TaskEnvironment
+
+__all__ = [
+    "TableProbe",
+    "fake_executable",
+    "make_plugin_host",
+    "make_task",
+    "plugin_host_factory",
+    "resolve_in",
+    "task_factory",
+]
+
+
+def make_plugin_host(*plugins: object, names: Iterable[str] | None = None) -> PluginHost:
+    """A host with the core specs and defaults plus exactly ``plugins`` (registered as third parties are).
+
+    Raises AssertionError with the recorded problems if a plugin fails to register, so a broken plugin
+    fails its own test loudly.
+    """
+    host = PluginHost()
+    names = list(names) if names is not None else [getattr(p, "__name__", repr(p)) for p in plugins]
+    for plugin, name in zip(plugins, names, strict=True):
+        host.register(plugin, name)
+    if host.problems:
+        raise AssertionError("plugin failed to load: " + "; ".join(str(p) for p in host.problems))
+    return host
+
+
+def make_task(
+    workspace: str,
+    *,
+    path: Iterable[str] = (),
+    home: str | None = None,
+    extra: Mapping[str, str] | None = None,
+    host: HostPlatform | None = None,
+) -> Task:
+    """A task whose environment holds only PATH, HOME and ``extra``."""
+    host = host or HostPlatform.current()
+    variables = {"PATH": (";" if host.is_windows else os.pathsep).join(path)}
+    if home is not None:
+        variables["HOME"] = home
+    variables.update(extra or {})
+    return Task(workspace, TaskEnvironment(variables, host))
+
+
+def resolve_in(host: PluginHost, language: str, task: Task, probe: TableProbe | None = None) -> Resolution:
+    return Resolver(host, probe).resolve(language, task)
+
+
+def fake_executable(folder: str | os.PathLike[str], name: str, script: str = "print('fake')\n") -> str:
+    """Write an executable Python script called ``name`` into ``folder``; return its absolute path."""
+    target = Path(folder) / name
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_text(f"#!{sys.executable}\n{script}", encoding="utf-8")
+    target.chmod(0o755)
+    return str(target)
+
+
+class TableProbe:
+    """A filesystem made of a table: ``{path: status}``; paths compare case-insensitively on Windows.
+
+    Every probed path is recorded in :attr:`probed`, so a test can assert what was (not) looked at.
+    """
+
+    def __init__(self, files: Mapping[str, ProbeStatus], host: HostPlatform) -> None:
+        self._windows = host.is_windows
+        self._files = {self._key(path): status for path, status in files.items()}
+        self.probed: list[str] = []
+
+    def _key(self, path: str) -> str:
+        return str(PureWindowsPath(path)).lower() if self._windows else path
+
+    def probe(self, path: str) -> ProbeResult:
+        self.probed.append(path)
+        status = self._files.get(self._key(path), ProbeStatus.MISSING)
+        return ProbeResult(status, path if status is ProbeStatus.OK else "")
+
+    def is_within(self, path: str, folder: str) -> bool:
+        if not folder:
+            return False
+        flavour = PureWindowsPath if self._windows else PurePosixPath
+        inner = flavour(path.lower() if self._windows else path)
+        outer = flavour(folder.lower() if self._windows else folder)
+        return inner == outer or outer in inner.parents
+
+
+@pytest.fixture
+def plugin_host_factory() -> Callable[..., PluginHost]:
+    return make_plugin_host
+
+
+@pytest.fixture
+def task_factory(tmp_path: Path) -> Callable[..., Task]:
+    workspace = tmp_path / "workspace"
+    workspace.mkdir(exist_ok=True)
+
+    def factory(
+        *,
+        path: Iterable[str] = (),
+        home: str | None = None,
+        extra: Mapping[str, str] | None = None,
+        host: HostPlatform | None = None,
+    ) -> Task:
+        return make_task(str(workspace), path=path, home=home, extra=extra, host=host)
+
+    return factory
