@@ -72,7 +72,8 @@ class _Loaded:
 
 
 def _describe(exc: BaseException) -> str:
-    text = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+    """One line: the exception's type and message (multi-line messages joined, so nothing is lost)."""
+    text = " / ".join(line.strip() for line in str(exc).splitlines() if line.strip())
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
 
 
@@ -91,7 +92,6 @@ class PluginHost:
         self._owner: dict[str, str] = {}
         self.problems: list[PluginProblem] = []
         self.disabled: list[str] = []
-        self._trace = trace
         if trace and not trace_log.handlers:
             handler = logging.StreamHandler(sys.stderr)
             handler.setFormatter(logging.Formatter("kandev-lsp hook: %(message)s"))
@@ -179,6 +179,8 @@ class PluginHost:
                 result = impl.function()
             except Exception as exc:
                 raise ValueError(f"kandev_lsp_languages raised {_describe(exc)}") from exc
+            if trace_log.isEnabledFor(logging.DEBUG):
+                trace_log.debug("kandev_lsp_languages %s -> %s", impl.plugin_name, type(result).__name__)
             if result is None:
                 continue
             if isinstance(result, LanguageSpec) or not isinstance(result, Iterable):
@@ -251,7 +253,7 @@ class PluginHost:
             except Exception as exc:
                 self._problem(name, hook, _describe(exc))
                 continue
-            if self._trace:
+            if trace_log.isEnabledFor(logging.DEBUG):
                 trace_log.debug("%s %s -> %s", hook, name, type(result).__name__)
             if result is not None:
                 yield name, result
