@@ -1,0 +1,712 @@
+"""Download one release asset: stream it, verify its SHA-256, and publish it atomically.
+
+The asset is written (gzip-decompressed on the fly when the recipe says so) to a temporary file beside the
+target and renamed into place only after the whole body arrived and its digest matched. Anything else —
+an HTTP error, a timeout, a digest mismatch, an asyncio cancellation — removes the temporary file, so a
+failed or cancelled download leaves nothing behind and never replaces a file that was already there.
+
+Timeouts follow the reference system: connecting 30 s, waiting for response headers 60 s, 2 minutes per
+stalled read and no overall limit (a slow but moving download of a large server is fine). httpx applies
+the connect timeout; the other two are asyncio deadlines here, so an error can say which phase stalled.
+
+Error messages show URLs without user info, query string or fragment (signed redirect URLs and mirror
+tokens live there), and never request headers.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hashlib
+import os
+import re
+import tempfile
+import time
+import zlib
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, BinaryIO, Literal
+from urllib.parse import quote, urlsplit, urlunsplit
+
+import httpx
+from kandev_lsp.errors import KandevLspError
+from kandev_lsp.install.digests import MAX_DIGEST_FILE_BYTES, normalize_sha256, parse_published_digest
+from kandev_lsp.language import ReleaseAsset, ReleaseRecipe
+
+ProgressCallback = Callable[[int, int | None], None]
+"""Called with ``(bytes_downloaded, total_bytes_or_None)``; the total is the server's Content-Length."""
+
+DigestSource = Literal["pinned", "published"]
+TimeoutPhase = Literal["connect", "response headers", "body"]
+
+#: Downloads (and gzip output) larger than this are refused: a guard against a hostile or broken mirror
+#: filling the disk, far above any language server's size.
+DEFAULT_MAX_BYTES = 2 * 1024**3
+
+_SUPPORTED_COMPRESSIONS = ("gzip", "none", "zip", "tar.gz")
+# zlib output is produced in slices of this size so one small chunk of a "zip bomb" cannot allocate
+# gigabytes at once.
+_UNPACK_SLICE = 1024 * 1024
+_GZIP_WBITS = 16 + zlib.MAX_WBITS
+
+
+@dataclass(frozen=True, slots=True)
+class DownloadTimeouts:
+    """Per-phase limits in seconds. There is deliberately no overall limit.
+
+    ``connect``: establishing the TCP/TLS connection (and waiting for a pooled one).
+    ``headers``: from sending the request to receiving the response headers.
+    ``stalled_read``: the longest wait for the next piece of the body.
+    """
+
+    connect: float = 30.0
+    headers: float = 60.0
+    stalled_read: float = 120.0
+
+    def __post_init__(self) -> None:
+        for name in ("connect", "headers", "stalled_read"):
+            if not getattr(self, name) > 0:
+                raise ValueError(f"DownloadTimeouts.{name} must be a positive number of seconds")
+
+    def for_httpx(self) -> httpx.Timeout:
+        """The httpx part: connect and pool only. Reads are bounded by the asyncio deadlines instead, so
+        a timeout is always attributed to the right phase."""
+        return httpx.Timeout(connect=self.connect, read=None, write=self.stalled_read, pool=self.connect)
+
+
+DEFAULT_TIMEOUTS = DownloadTimeouts()
+
+
+@dataclass(frozen=True, slots=True)
+class DownloadResult:
+    """A verified asset now at ``path``.
+
+    ``url`` is the redacted asset URL, ``sha256`` the digest of the downloaded bytes (before any gzip
+    decompression), ``size`` the number of bytes downloaded and ``unpacked_size`` the size of ``path``.
+    ``digest_source`` says whether the digest was pinned by the plugin or published by the mirror.
+    """
+
+    url: str
+    sha256: str
+    size: int
+    unpacked_size: int
+    path: Path
+    digest_source: DigestSource
+
+
+class DownloadError(KandevLspError):
+    """A release asset could not be downloaded, verified or written. ``url`` is already redacted."""
+
+    def __init__(self, message: str, *, url: str) -> None:
+        self.url = url
+        super().__init__(message)
+
+
+class AssetNotFoundError(DownloadError):
+    """The server answered 404 (or 410) for the asset: wrong version, wrong asset name, or wrong mirror."""
+
+
+class HttpStatusError(DownloadError):
+    """The server answered with an unexpected HTTP status."""
+
+    def __init__(self, message: str, *, url: str, status: int) -> None:
+        self.status = status
+        super().__init__(message, url=url)
+
+
+class DownloadTimeoutError(DownloadError):
+    """One phase of the download took longer than its limit."""
+
+    def __init__(self, message: str, *, url: str, phase: TimeoutPhase, seconds: float) -> None:
+        self.phase = phase
+        self.seconds = seconds
+        super().__init__(message, url=url)
+
+
+class DownloadConnectionError(DownloadError):
+    """The connection could not be made or broke before the body was complete."""
+
+
+class DigestUnavailableError(DownloadError):
+    """No digest is pinned and the mirror publishes no usable ``<asset>.sha256``."""
+
+
+class DigestMismatch(DownloadError):
+    """The downloaded bytes do not have the expected SHA-256; nothing was written."""
+
+    def __init__(self, message: str, *, url: str, expected: str, got: str) -> None:
+        self.expected = expected
+        self.got = got
+        super().__init__(message, url=url)
+
+
+class CorruptAssetError(DownloadError):
+    """The asset's digest matched but it is not what its compression says (not a valid gzip stream)."""
+
+
+class AssetTooLargeError(DownloadError):
+    """The download, or its decompressed content, exceeded the size limit."""
+
+
+class UnsupportedAssetError(DownloadError):
+    """The plugin declared an asset this downloader cannot handle (unknown compression, bad pin or URL)."""
+
+
+# --------------------------------------------------------------------------------------------------
+# Pure helpers
+
+
+def release_asset_url(base_url: str, version: str, asset_name: str) -> str:
+    """``<base_url>/<version>/<asset_name>``, with the version and name percent-encoded as path segments.
+
+    Raises :class:`ValueError` for a base URL that is not plain http(s) or that carries a query string or
+    fragment (the layout appends path segments, which a query would swallow).
+    """
+    parts = urlsplit(base_url.strip())
+    if parts.scheme not in ("http", "https") or not parts.netloc:
+        raise ValueError(f"base URL {redact_url(base_url)!r} must be an http:// or https:// URL")
+    if parts.query or parts.fragment:
+        raise ValueError(
+            f"base URL {redact_url(base_url)!r} must not have a query string or fragment; "
+            "pass mirror credentials through the HTTP client instead"
+        )
+    base = urlunsplit((parts.scheme, parts.netloc, parts.path.rstrip("/"), "", ""))
+    return f"{base}/{quote(version, safe='')}/{quote(asset_name, safe='')}"
+
+
+def redact_url(url: str) -> str:
+    """``url`` without user info, query string or fragment: safe for messages and logs."""
+    try:
+        parts = urlsplit(url)
+        host = parts.hostname or ""
+        port = parts.port
+    except ValueError:
+        return "<unparsable URL>"
+    if ":" in host:
+        host = f"[{host}]"
+    netloc = host if port is None else f"{host}:{port}"
+    return urlunsplit((parts.scheme, netloc, parts.path, "", ""))
+
+
+_URL_IN_TEXT = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://[^\s'\"<>]+")
+
+
+def _scrub(text: str) -> str:
+    """Exception text with every URL in it redacted (some httpx errors quote the URL they failed on)."""
+    return _URL_IN_TEXT.sub(lambda match: redact_url(match.group(0)), text)
+
+
+def _host_of(url: str) -> str:
+    try:
+        return urlsplit(url).hostname or url
+    except ValueError:
+        return url
+
+
+class ProgressThrottle:
+    """Forwards progress to a callback at a sensible rate.
+
+    A report is passed on when at least ``min_bytes`` arrived or ``min_interval`` seconds passed since the
+    previous one, so tiny chunks do not flood the caller while a slow trickle still shows movement.
+    :meth:`finish` always reports the final value. Values passed on never decrease.
+    """
+
+    def __init__(
+        self,
+        callback: ProgressCallback | None,
+        total: int | None,
+        *,
+        min_bytes: int = 64 * 1024,
+        min_interval: float = 0.1,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self._callback = callback
+        self._total = total
+        self._min_bytes = min_bytes
+        self._min_interval = min_interval
+        self._clock = clock
+        self._last_bytes = 0
+        self._last_time = clock()
+        if callback is not None:
+            callback(0, total)
+
+    def update(self, done: int) -> None:
+        if self._callback is None or done <= self._last_bytes:
+            return
+        now = self._clock()
+        if done - self._last_bytes >= self._min_bytes or now - self._last_time >= self._min_interval:
+            self._emit(done, now)
+
+    def finish(self, done: int) -> None:
+        if self._callback is not None and done > self._last_bytes:
+            self._emit(done, self._clock())
+
+    def _emit(self, done: int, now: float) -> None:
+        assert self._callback is not None
+        self._last_bytes = done
+        self._last_time = now
+        self._callback(done, self._total)
+
+
+# --------------------------------------------------------------------------------------------------
+# Writing the body
+
+
+class _CopySink:
+    """Writes the body as it comes (``none``, and archives that are extracted later)."""
+
+    def __init__(self, out: BinaryIO) -> None:
+        self._out = out
+        self.written = 0
+        self.error: str | None = None
+        self.too_large = False
+
+    def feed(self, data: bytes) -> None:
+        self._out.write(data)
+        self.written += len(data)
+
+    def finish(self) -> None:
+        pass
+
+
+class _GzipSink:
+    """Decompresses a gzip stream into ``out`` as it arrives.
+
+    A corrupt stream does not stop the download: the error is kept and the rest of the body is still
+    hashed, so a damaged download is reported as a digest mismatch (the useful message) and only a
+    correctly digested but invalid asset as :attr:`error`. Concatenated gzip members are accepted, as
+    ``gunzip`` does.
+    """
+
+    def __init__(self, out: BinaryIO, limit: int) -> None:
+        self._out = out
+        self._limit = limit
+        self._inflater = zlib.decompressobj(wbits=_GZIP_WBITS)
+        self.written = 0
+        self.error: str | None = None
+        self.too_large = False
+
+    def feed(self, data: bytes) -> None:
+        if self.error is not None or self.too_large:
+            return
+        try:
+            self._inflate(data)
+        except zlib.error as exc:
+            self.error = f"it is not a valid gzip stream ({exc})"
+
+    def finish(self) -> None:
+        if self.error is not None or self.too_large:
+            return
+        try:
+            if not self._inflater.eof:
+                self._write(self._inflater.flush())
+        except zlib.error as exc:
+            self.error = f"it is not a valid gzip stream ({exc})"
+            return
+        if not self._inflater.eof:
+            self.error = "the gzip stream is truncated"
+
+    def _inflate(self, data: bytes) -> None:
+        pending = data
+        while pending and not self.too_large:
+            if self._inflater.eof:
+                self._inflater = zlib.decompressobj(wbits=_GZIP_WBITS)
+            self._write(self._inflater.decompress(pending, _UNPACK_SLICE))
+            pending = self._inflater.unused_data if self._inflater.eof else self._inflater.unconsumed_tail
+
+    def _write(self, data: bytes) -> None:
+        if self.written + len(data) > self._limit:
+            self.too_large = True
+            return
+        self._out.write(data)
+        self.written += len(data)
+
+
+# --------------------------------------------------------------------------------------------------
+# HTTP
+
+
+@contextlib.contextmanager
+def _translated_errors(url: str, timeouts: DownloadTimeouts) -> Iterator[None]:
+    """Turns httpx exceptions into :class:`DownloadError` subclasses with a redacted URL and a next step."""
+    shown = redact_url(url)
+    host = _host_of(url)
+    try:
+        yield
+    except (httpx.ConnectTimeout, httpx.PoolTimeout) as exc:
+        raise DownloadTimeoutError(
+            f"timed out after {timeouts.connect:g} s connecting to {host} for {shown}. "
+            "Check the network connection, any proxy settings, and that the mirror is reachable.",
+            url=shown,
+            phase="connect",
+            seconds=timeouts.connect,
+        ) from exc
+    except httpx.TimeoutException as exc:
+        raise DownloadTimeoutError(
+            f"timed out talking to {host} for {shown} ({type(exc).__name__}). "
+            "Check the network connection and the mirror, then try again.",
+            url=shown,
+            phase="body",
+            seconds=timeouts.stalled_read,
+        ) from exc
+    except httpx.ConnectError as exc:
+        raise DownloadConnectionError(
+            f"could not connect to {host} for {shown}: {_scrub(str(exc)) or type(exc).__name__}. "
+            "Check the network connection, any proxy settings, and the mirror URL.",
+            url=shown,
+        ) from exc
+    except (httpx.RemoteProtocolError, httpx.ReadError, httpx.WriteError) as exc:
+        raise DownloadConnectionError(
+            f"the connection to {host} broke while downloading {shown}: "
+            f"{_scrub(str(exc)) or type(exc).__name__}. Try again; if it keeps failing, try another mirror.",
+            url=shown,
+        ) from exc
+    except httpx.TooManyRedirects as exc:
+        raise DownloadConnectionError(
+            f"too many redirects while downloading {shown}. Check the mirror URL.", url=shown
+        ) from exc
+    except httpx.HTTPError as exc:
+        raise DownloadError(
+            f"downloading {shown} failed: {type(exc).__name__}: {_scrub(str(exc))}", url=shown
+        ) from exc
+
+
+async def _send(client: httpx.AsyncClient, url: str, timeouts: DownloadTimeouts) -> httpx.Response:
+    """Sends a GET and waits for the response headers, at most ``timeouts.headers`` after the request.
+
+    httpcore's ``trace`` extension reports when the wait for headers starts, so the deadline does not
+    eat into the connect timeout (and restarts on each redirect hop). A transport that reports nothing
+    (a mock) still gets a deadline: connect plus headers from the start.
+    """
+    loop = asyncio.get_running_loop()
+    deadline = asyncio.timeout_at(loop.time() + timeouts.connect + timeouts.headers)
+
+    async def trace(event: str, info: dict[str, Any]) -> None:
+        if event.endswith(".receive_response_headers.started"):
+            deadline.reschedule(loop.time() + timeouts.headers)
+        elif event.endswith((".connect_tcp.started", ".receive_response_headers.complete")):
+            deadline.reschedule(None)  # httpx's own connect/pool timeouts govern until the next wait
+
+    request = client.build_request(
+        "GET",
+        url,
+        # The digest covers the file as published: no transparent compression by the server.
+        headers={"Accept-Encoding": "identity"},
+        timeout=timeouts.for_httpx(),
+        extensions={"trace": trace},
+    )
+    try:
+        async with deadline:
+            return await client.send(request, stream=True, follow_redirects=True)
+    except TimeoutError:
+        if not deadline.expired():
+            raise
+        shown = redact_url(url)
+        raise DownloadTimeoutError(
+            f"{_host_of(url)} sent no response headers within {timeouts.headers:g} s for {shown}. "
+            "The mirror may be overloaded or stuck; try again later or use another mirror.",
+            url=shown,
+            phase="response headers",
+            seconds=timeouts.headers,
+        ) from None
+
+
+@contextlib.asynccontextmanager
+async def _get(
+    client: httpx.AsyncClient, url: str, timeouts: DownloadTimeouts
+) -> AsyncIterator[httpx.Response]:
+    """An open streaming response; httpx errors inside the block become :class:`DownloadError`."""
+    with _translated_errors(url, timeouts):
+        response = await _send(client, url, timeouts)
+        try:
+            yield response
+        finally:
+            await response.aclose()
+
+
+async def _read_body(
+    response: httpx.Response,
+    url: str,
+    timeouts: DownloadTimeouts,
+    on_chunk: Callable[[bytes], None],
+) -> int:
+    """Streams the raw body to ``on_chunk``; each wait for data is limited to ``timeouts.stalled_read``.
+
+    Returns the number of bytes received. Raw bytes (no content decoding) are what the digest covers.
+    """
+    loop = asyncio.get_running_loop()
+    received = 0
+    stall = asyncio.timeout(None)
+    chunks = response.aiter_raw()
+    try:
+        async with stall, _closing(chunks):
+            while True:
+                stall.reschedule(loop.time() + timeouts.stalled_read)
+                try:
+                    chunk = await anext(chunks)
+                except StopAsyncIteration:
+                    break
+                stall.reschedule(None)
+                received += len(chunk)
+                on_chunk(chunk)
+    except TimeoutError:
+        if not stall.expired():
+            raise
+        shown = redact_url(url)
+        raise DownloadTimeoutError(
+            f"the download of {shown} stalled: no data for {timeouts.stalled_read:g} s after "
+            f"{received} bytes. Check the network connection, or try again later or another mirror.",
+            url=shown,
+            phase="body",
+            seconds=timeouts.stalled_read,
+        ) from None
+    return received
+
+
+@contextlib.asynccontextmanager
+async def _closing(iterator: AsyncIterator[bytes]) -> AsyncIterator[None]:
+    """Closes an async generator left unfinished (an error in the loop body), instead of leaving it to
+    the garbage collector and the event loop's finaliser."""
+    try:
+        yield
+    finally:
+        if isinstance(iterator, AsyncGenerator):
+            await iterator.aclose()
+
+
+def _content_length(response: httpx.Response) -> int | None:
+    if response.headers.get("content-encoding", "identity").lower() != "identity":
+        return None
+    try:
+        value = int(response.headers.get("content-length", ""))
+    except ValueError:
+        return None
+    return value if value >= 0 else None
+
+
+def _check_status(response: httpx.Response, url: str, what: str, hint_404: str) -> None:
+    status = response.status_code
+    if status == 200:
+        return
+    shown = redact_url(url)
+    final_host = _host_of(str(response.url))
+    via = f" (after a redirect to {final_host})" if final_host != _host_of(url) else ""
+    if status in (404, 410):
+        raise AssetNotFoundError(
+            f"{what} was not found at {shown}{via} (HTTP {status}). {hint_404}", url=shown
+        )
+    reason = f" {response.reason_phrase}" if response.reason_phrase else ""
+    raise HttpStatusError(
+        f"downloading {what} from {shown}{via} failed with HTTP {status}{reason}. "
+        "Check the mirror URL and any credentials it needs, or try again later.",
+        url=shown,
+        status=status,
+    )
+
+
+# --------------------------------------------------------------------------------------------------
+# Public entry point
+
+
+async def download_release_asset(
+    recipe: ReleaseRecipe,
+    asset: ReleaseAsset,
+    dest_file: Path,
+    *,
+    base_url: str | None = None,
+    timeouts: DownloadTimeouts = DEFAULT_TIMEOUTS,
+    progress: ProgressCallback | None = None,
+    client: httpx.AsyncClient | None = None,
+    max_bytes: int = DEFAULT_MAX_BYTES,
+) -> DownloadResult:
+    """Download ``asset`` of ``recipe`` to ``dest_file``, verified, atomically.
+
+    The URL is ``<base_url or recipe.base_url>/<recipe.version>/<asset.name>``. The SHA-256 of the
+    downloaded bytes must equal ``asset.sha256`` or, when the plugin pins none, the digest published at
+    ``<asset URL>.sha256`` (fetched first, so a missing digest fails before a long download).
+
+    What ``dest_file`` receives depends on ``asset.compression``: ``"gzip"`` -> the decompressed stream,
+    mode 0o755; ``"none"`` -> the body, mode 0o755; ``"zip"`` / ``"tar.gz"`` -> the archive itself, mode
+    0o644, for :func:`kandev_lsp.install.archives.extract_archive`. The parent folder is created if needed.
+
+    ``client``: an :class:`httpx.AsyncClient` to use (connection reuse, proxies, mirror credentials,
+    tests); it is left open. Without one, a client honouring the usual proxy environment variables is
+    created and closed. Per-request timeouts from ``timeouts`` apply either way; redirects are followed.
+
+    ``progress`` receives ``(bytes_downloaded, content_length_or_None)``: ``(0, total)`` first, then at
+    most every 64 KiB or 100 ms, and the final count last.
+
+    Raises a :class:`DownloadError` subclass on failure, after removing the temporary file; an existing
+    ``dest_file`` is then left untouched. Cancellation propagates as :class:`asyncio.CancelledError`, also
+    leaving nothing behind.
+    """
+    shown = "<invalid URL>"
+    try:
+        url = release_asset_url(base_url or recipe.base_url, recipe.version, asset.name)
+        shown = redact_url(url)
+        if asset.compression not in _SUPPORTED_COMPRESSIONS:
+            raise ValueError(
+                f"asset {asset.name!r} declares compression {asset.compression!r}; supported: "
+                + ", ".join(_SUPPORTED_COMPRESSIONS)
+            )
+        pinned = normalize_sha256(asset.sha256) if asset.sha256 is not None else None
+    except ValueError as exc:
+        raise UnsupportedAssetError(
+            f"cannot download release asset {asset.name!r}: {exc}. This is a problem in the plugin's "
+            "release recipe or in the configured base URL.",
+            url=shown,
+        ) from None
+
+    if client is None:
+        async with httpx.AsyncClient(timeout=timeouts.for_httpx(), follow_redirects=True) as own_client:
+            return await _download(
+                own_client, url, recipe, asset, pinned, dest_file, timeouts, progress, max_bytes
+            )
+    return await _download(client, url, recipe, asset, pinned, dest_file, timeouts, progress, max_bytes)
+
+
+async def _download(
+    client: httpx.AsyncClient,
+    url: str,
+    recipe: ReleaseRecipe,
+    asset: ReleaseAsset,
+    pinned: str | None,
+    dest_file: Path,
+    timeouts: DownloadTimeouts,
+    progress: ProgressCallback | None,
+    max_bytes: int,
+) -> DownloadResult:
+    shown = redact_url(url)
+    source: DigestSource
+    if pinned is not None:
+        expected, source = pinned, "pinned"
+    else:
+        expected, source = await _published_digest(client, url, asset.name, timeouts), "published"
+
+    dest_file.parent.mkdir(parents=True, exist_ok=True)
+    fd, temp_name = tempfile.mkstemp(prefix=f".{dest_file.name}.", suffix=".part", dir=dest_file.parent)
+    temp = Path(temp_name)
+    published = False
+    try:
+        with os.fdopen(fd, "wb") as out:
+            sink: _CopySink | _GzipSink = (
+                _GzipSink(out, max_bytes) if asset.compression == "gzip" else _CopySink(out)
+            )
+            hasher = hashlib.sha256()
+            async with _get(client, url, timeouts) as response:
+                _check_status(
+                    response,
+                    url,
+                    f"release asset {asset.name!r} (version {recipe.version})",
+                    f"Check that version {recipe.version} exists and publishes {asset.name!r}, and that the "
+                    "mirror (base URL) is right and complete.",
+                )
+                total = _content_length(response)
+                if total is not None and total > max_bytes:
+                    raise _too_large(shown, max_bytes)
+                throttle = ProgressThrottle(progress, total)
+                received = 0
+
+                def on_chunk(chunk: bytes) -> None:
+                    nonlocal received
+                    received += len(chunk)
+                    if received > max_bytes:
+                        raise _too_large(shown, max_bytes)
+                    hasher.update(chunk)
+                    sink.feed(chunk)
+                    throttle.update(received)
+
+                await _read_body(response, url, timeouts, on_chunk)
+            if total is not None and received != total:
+                raise DownloadConnectionError(
+                    f"the download of {shown} ended after {received} of {total} bytes. Try again; if it "
+                    "keeps failing, try another mirror.",
+                    url=shown,
+                )
+            sink.finish()
+            got = hasher.hexdigest()
+            if got != expected:
+                raise DigestMismatch(
+                    f"SHA-256 mismatch for {shown}: expected {expected} ({source}), got {got}. Nothing was "
+                    "installed. The download may be corrupt or the mirror may serve a different file; try "
+                    "again, and check the mirror and the pinned digest.",
+                    url=shown,
+                    expected=expected,
+                    got=got,
+                )
+            if sink.too_large:
+                raise _too_large(shown, max_bytes, unpacked=True)
+            if sink.error is not None:
+                raise CorruptAssetError(
+                    f"release asset {shown} matched its SHA-256 but {sink.error}. The published asset "
+                    "itself is broken or its declared compression is wrong; report it to the plugin.",
+                    url=shown,
+                )
+            throttle.finish(received)
+            out.flush()
+            os.fchmod(out.fileno(), 0o644 if asset.compression in ("zip", "tar.gz") else 0o755)
+            # Durable before it is visible: after a crash the target is either absent or complete.
+            os.fsync(out.fileno())
+        os.replace(temp, dest_file)
+        published = True
+    finally:
+        if not published:
+            temp.unlink(missing_ok=True)
+    return DownloadResult(
+        url=shown,
+        sha256=got,
+        size=received,
+        unpacked_size=sink.written,
+        path=dest_file,
+        digest_source=source,
+    )
+
+
+async def _published_digest(
+    client: httpx.AsyncClient, asset_url: str, asset_name: str, timeouts: DownloadTimeouts
+) -> str:
+    """The digest the mirror publishes at ``<asset_url>.sha256``."""
+    digest_url = f"{asset_url}.sha256"
+    shown = redact_url(digest_url)
+    advice = (
+        "Pin the digest in the plugin (ReleaseAsset.sha256) or use a mirror that publishes "
+        "<asset>.sha256 files beside its assets."
+    )
+    body = bytearray()
+
+    def collect(chunk: bytes) -> None:
+        body.extend(chunk)
+        if len(body) > MAX_DIGEST_FILE_BYTES:
+            raise DigestUnavailableError(
+                f"{shown} is larger than {MAX_DIGEST_FILE_BYTES} bytes, so it is not a digest file. {advice}",
+                url=shown,
+            )
+
+    async with _get(client, digest_url, timeouts) as response:
+        try:
+            _check_status(response, digest_url, f"the SHA-256 digest of {asset_name!r}", "")
+        except DownloadError as exc:
+            raise DigestUnavailableError(
+                f"no SHA-256 digest is pinned for {asset_name!r} and none could be fetched: "
+                f"{str(exc).rstrip()} {advice}",
+                url=shown,
+            ) from None
+        await _read_body(response, digest_url, timeouts, collect)
+    try:
+        return parse_published_digest(body.decode("utf-8", errors="replace"), asset_name)
+    except ValueError as exc:
+        raise DigestUnavailableError(
+            f"no SHA-256 digest is pinned for {asset_name!r} and {shown} holds no usable digest: {exc}. "
+            + advice,
+            url=shown,
+        ) from None
+
+
+def _too_large(shown: str, limit: int, *, unpacked: bool = False) -> AssetTooLargeError:
+    what = "decompresses to" if unpacked else "is"
+    return AssetTooLargeError(
+        f"release asset {shown} {what} more than {limit} bytes, the download limit; refusing it. "
+        "Check the mirror serves the right file.",
+        url=shown,
+    )
