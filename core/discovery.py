@@ -92,9 +92,9 @@ def executable_names(command: str, env: TaskEnvironment) -> tuple[str, ...]:
 
 def in_folder(folder: str, command: str, env: TaskEnvironment, source: str) -> Iterator[Candidate]:
     """Candidates for ``command`` directly inside ``folder``."""
-    base = env.host.pure_path(folder)
+    join = env.host.join
     for name in executable_names(command, env):
-        yield Candidate(str(base / name), source)
+        yield Candidate(join(folder, name), source)
 
 
 def _expand(folders: Iterable[tuple[str, str]], command: str, env: TaskEnvironment) -> Iterator[Candidate]:
@@ -127,12 +127,12 @@ def cache_candidates(language: LanguageSpec, env: TaskEnvironment) -> Iterator[C
             "", "managed cache", skip="HOME is not an absolute path; the managed cache is disabled"
         )
         return
-    base = env.host.pure_path(root)
-    current = base / language.id / "current"
-    yield from in_folder(str(current / "node_modules" / ".bin"), language.command, env, "managed cache")
-    yield from in_folder(str(current / "bin"), language.command, env, "managed cache")
-    yield from in_folder(str(base / "node_modules" / ".bin"), language.command, env, "managed cache (shared)")
-    yield from in_folder(str(base), language.command, env, "managed cache (shared)")
+    join = env.host.join
+    current = join(root, language.id, "current")
+    yield from in_folder(join(current, "node_modules", ".bin"), language.command, env, "managed cache")
+    yield from in_folder(join(current, "bin"), language.command, env, "managed cache")
+    yield from in_folder(join(root, "node_modules", ".bin"), language.command, env, "managed cache (shared)")
+    yield from in_folder(root, language.command, env, "managed cache (shared)")
 
 
 def go_bin_folders(env: TaskEnvironment) -> list[tuple[str, str]]:
@@ -145,12 +145,12 @@ def go_bin_folders(env: TaskEnvironment) -> list[tuple[str, str]]:
     if gopath:
         for index, entry in enumerate(gopath.split(separator)):
             if entry and env.host.is_absolute(entry):
-                entry = str(env.host.pure_path(entry) / "bin")
+                entry = env.host.join(entry, "bin")
             folders.append((f"GOPATH[{index}]/bin", entry))
     for variable in ("HOME", "USERPROFILE"):
         home = env.value(variable)
         if home:
-            joined = str(env.host.pure_path(home) / "go" / "bin") if env.host.is_absolute(home) else home
+            joined = env.host.join(home, "go", "bin") if env.host.is_absolute(home) else home
             folders.append((f"${variable}/go/bin", joined))
     return folders
 

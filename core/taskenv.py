@@ -111,7 +111,7 @@ class TaskEnvironment(Mapping[str, str]):
         home = self.home()
         if not self.host.is_absolute(home):
             return None
-        return str(self.host.pure_path(home).joinpath(*CACHE_RELATIVE))
+        return self.host.join(home, *CACHE_RELATIVE)
 
     def to_dict(self) -> dict[str, str]:
         """A plain dict, for spawning a process."""

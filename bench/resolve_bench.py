@@ -1,0 +1,125 @@
+"""Resolution speed: in-process per-language resolution, and the cold CLI against a bare interpreter.
+
+Figures are ratios against baselines measured in the same run (these machines are noisy):
+* in-process: the time to resolve each language with a 40-entry PATH, and the same walk's raw cost of
+  ``os.stat`` on every candidate path (the floor any resolver pays). Goal: under 1 ms per resolution.
+* cold CLI: ``kandev-lsp resolve LANG --json`` as a new process against ``python -c pass``.
+  Goal: under 8x the bare interpreter.
+
+Run: ``.venv/bin/python bench/resolve_bench.py [--rounds N]``
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from kandev_lsp.host import PluginHost
+from kandev_lsp.resolver import Resolver
+from kandev_lsp.taskenv import Task, TaskEnvironment
+
+LANGUAGES = ("typescript", "python", "go", "rust", "kotlin")
+
+
+def build_task(root: Path) -> Task:
+    """40 PATH folders; gopls and pyright-langserver sit in the last one, the others are missing."""
+    folders = []
+    for index in range(40):
+        folder = root / f"bin{index:02d}"
+        folder.mkdir()
+        folders.append(str(folder))
+    for name in ("gopls", "pyright-langserver"):
+        target = Path(folders[-1]) / name
+        target.write_text("#!/bin/sh\n")
+        target.chmod(0o755)
+    env = TaskEnvironment.from_agent(
+        {"PATH": os.pathsep.join(folders), "HOME": str(root / "home"), "GOPATH": str(root / "gopath")}, base={}
+    )
+    workspace = root / "workspace"
+    workspace.mkdir()
+    return Task(str(workspace), env)
+
+
+def per_call(call: Callable[[], object], repeat: int) -> float:
+    best = float("inf")
+    for _ in range(5):
+        start = time.perf_counter()
+        for _ in range(repeat):
+            call()
+        best = min(best, (time.perf_counter() - start) / repeat)
+    return best
+
+
+def in_process(task: Task) -> None:
+    resolver = Resolver(PluginHost.load())
+    print("In-process resolution, 40-entry PATH (best of 5 x 200 calls)")
+    print(f"{'language':<12}{'resolve':>12}{'stat floor':>14}{'ratio':>8}  found")
+    for language in LANGUAGES:
+        resolution = resolver.resolve(language, task)
+        paths = [step.path for step in resolution.trail if step.path and step.verdict != "skipped"]
+        resolve_time = per_call(lambda language=language: resolver.resolve(language, task), 200)
+
+        def stat_all(paths: list[str] = paths) -> None:
+            for path in paths:
+                try:
+                    os.stat(path)
+                except OSError:
+                    pass
+
+        floor = per_call(stat_all, 200)
+        print(
+            f"{language:<12}{resolve_time * 1e3:>10.3f}ms{floor * 1e3:>12.3f}ms{resolve_time / floor:>7.1f}x"
+            f"  {'yes' if resolution.found else 'no (' + str(resolution.reason) + ')'}"
+        )
+
+
+def cold(argv: list[str], rounds: int) -> float:
+    times = []
+    for _ in range(rounds):
+        start = time.perf_counter()
+        subprocess.run(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
+def cold_cli(rounds: int) -> None:
+    bare = [sys.executable, "-c", "pass"]
+    print(f"\nCold process (median of {rounds}, alternating)")
+    cold(bare, 2)
+    for language in ("go", "typescript"):
+        cli = [sys.executable, "-m", "kandev_lsp.cli", "resolve", language, "--json"]
+        cold(cli, 2)
+        bare_times, cli_times = [], []
+        for _ in range(rounds):
+            bare_times.append(cold(bare, 1))
+            cli_times.append(cold(cli, 1))
+        b, c = statistics.median(bare_times), statistics.median(cli_times)
+        print(f"resolve {language:<11} {c * 1e3:7.1f} ms   python -c pass {b * 1e3:6.1f} ms   ratio {c / b:4.1f}x")
+    modules = subprocess.run(
+        [sys.executable, "-X", "importtime", "-m", "kandev_lsp.cli", "resolve", "go", "--json"],
+        capture_output=True,
+        text=True,
+        check=False,
+    ).stderr
+    heavy = [name for name in ("httpx", "websockets", "lsprotocol", "asyncio") if f" {name}\n" in modules]
+    print(f"heavy modules imported by `resolve`: {', '.join(heavy) or 'none'}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--rounds", type=int, default=15)
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as root:
+        in_process(build_task(Path(root)))
+    cold_cli(args.rounds)
+
+
+if __name__ == "__main__":
+    main()
