@@ -1,0 +1,285 @@
+"""``kandev-lsp install LANG``, ``uninstall LANG`` and ``list``: the managed cache from the command line.
+
+Exit codes: 0 done (or already installed / nothing to remove), 1 the install failed or nothing can
+install the language here, 2 usage (unknown language, bad flags), 130 cancelled with Ctrl-C. With
+``--json`` the result is printed as one JSON object on stdout in every case; progress goes to stderr (a
+bar on a terminal, one line per phase otherwise).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+import time
+from typing import TYPE_CHECKING, Any, TextIO
+
+from kandev_lsp.cli.common import add_task_arguments, load_plugins, print_json, task_from_args
+from kandev_lsp.errors import UnknownLanguageError
+from kandev_lsp.platform import HostPlatform
+
+if TYPE_CHECKING:
+    from kandev_lsp.host import PluginHost
+    from kandev_lsp.install import InstallProgress, InstallReceipt
+    from kandev_lsp.taskenv import Task
+
+EXIT_OK = 0
+EXIT_FAILED = 1
+EXIT_USAGE = 2
+EXIT_CANCELLED = 130
+
+INSTALL_SCHEMA = "kandev-lsp/install"
+LIST_SCHEMA = "kandev-lsp/installed"
+SCHEMA_VERSION = 1
+
+
+
+def add_install_parsers(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Register ``install``, ``uninstall`` and ``list``."""
+    install = subparsers.add_parser(
+        "install",
+        help="install the language server for LANG into the managed cache",
+        description=(
+            "Install the pinned server for LANG (or --version) into <task HOME>/.kandev/lsp-servers, verify "
+            "that it runs, and make it current. An install that is already current is reused. Exit 0 "
+            "installed, 1 failed (the previous version stays current), 2 usage, 130 cancelled."
+        ),
+    )
+    install.add_argument("language", metavar="LANG")
+    install.add_argument(
+        "--version", dest="server_version", metavar="V", help="install this exact version instead of the pin"
+    )
+    install.add_argument("--json", action="store_true", help="print the receipt (or the error) as JSON")
+    add_task_arguments(install)
+    install.set_defaults(handler=run_install)
+
+    uninstall = subparsers.add_parser(
+        "uninstall",
+        help="remove LANG's managed server from the cache",
+        description="Remove every managed version of LANG from the task's cache. Exit 0 also when none was there.",
+    )
+    uninstall.add_argument("language", metavar="LANG")
+    uninstall.add_argument("--json", action="store_true", help="machine-readable output")
+    add_task_arguments(uninstall)
+    uninstall.set_defaults(handler=run_uninstall)
+
+    listing = subparsers.add_parser(
+        "list",
+        help="list the servers installed in the managed cache",
+        description="Every language with a managed install in the task's cache: version, whether it is "
+        "what the plugin pins today, and whether its executable is present.",
+    )
+    listing.add_argument("--json", action="store_true", help="machine-readable output")
+    add_task_arguments(listing)
+    listing.set_defaults(handler=run_list)
+
+
+# Progress -------------------------------------------------------------------------------------------
+class ProgressPrinter:
+    """Shows install progress on ``stream``: a redrawn bar on a terminal, one line per phase otherwise."""
+
+    BAR_WIDTH = 24
+    REDRAW_INTERVAL = 0.1
+
+    def __init__(self, stream: TextIO, *, tty: bool) -> None:
+        self._stream = stream
+        self._tty = tty
+        self._last_phase = ""
+        self._line_open = False
+        self._last_draw = 0.0
+
+    def __call__(self, report: InstallProgress) -> None:
+        if self._tty:
+            self._draw(report)
+        elif report.phase != self._last_phase:
+            detail = f": {report.message}" if report.message else ""
+            self._stream.write(f"kandev-lsp: {report.language}: {report.phase.replace('_', ' ')}{detail}\n")
+            self._stream.flush()
+        self._last_phase = report.phase
+
+    def _draw(self, report: InstallProgress) -> None:
+        now = time.monotonic()
+        downloading = report.phase == "downloading" and report.bytes_done is not None
+        final = report.bytes_total is not None and report.bytes_done == report.bytes_total
+        if (
+            downloading
+            and report.phase == self._last_phase
+            and not final
+            and now - self._last_draw < self.REDRAW_INTERVAL
+        ):
+            return
+        self._last_draw = now
+        text = f"{report.language}: {report.phase.replace('_', ' ')}"
+        if downloading and report.bytes_done is not None:
+            text += " " + _bar(report.bytes_done, report.bytes_total, self.BAR_WIDTH)
+        elif report.message:
+            text += f" - {report.message}"
+        text = text[:118]
+        self._stream.write("\r\x1b[2K" + text)
+        self._line_open = True
+        if report.phase == "done":
+            self.finish()
+        self._stream.flush()
+
+    def finish(self) -> None:
+        """End the bar's line (after success, failure or Ctrl-C)."""
+        if self._line_open:
+            self._stream.write("\n")
+            self._stream.flush()
+            self._line_open = False
+
+
+def _bar(done: int, total: int | None, width: int) -> str:
+    megabytes = done / 1e6
+    if not total:
+        return f"{megabytes:.1f} MB"
+    share = min(done / total, 1.0)
+    filled = int(share * width)
+    return (
+        f"[{'#' * filled}{'.' * (width - filled)}] {share * 100:3.0f}% {megabytes:.1f}/{total / 1e6:.1f} MB"
+    )
+
+
+# Handlers -------------------------------------------------------------------------------------------
+def run_install(args: argparse.Namespace) -> int:
+    from kandev_lsp.install import InstallCancelled, InstallError, NoInstallerError
+    from kandev_lsp.settings import load_settings
+
+    plugins = load_plugins()
+    task = task_from_args(args)
+    if task.host != HostPlatform.current():
+        return _usage(args, f"install runs on this machine ({HostPlatform.current()}); drop --platform")
+    try:
+        plugins.language(args.language)
+    except UnknownLanguageError as exc:
+        return _usage(args, str(exc))
+    base_urls = load_settings(known=plugins.languages()).release_base_urls
+    printer = ProgressPrinter(sys.stderr, tty=sys.stderr.isatty() and not args.json)
+    outcome: dict[str, Any] = {"schema": INSTALL_SCHEMA, "version": SCHEMA_VERSION, "language": args.language}
+    try:
+        receipt = asyncio.run(_install(plugins, task, args.language, args.server_version, printer, base_urls))
+    except (KeyboardInterrupt, InstallCancelled):
+        printer.finish()
+        return _report(args, outcome | {"status": "cancelled", "error": "cancelled"}, EXIT_CANCELLED)
+    except NoInstallerError as exc:
+        printer.finish()
+        return _report(args, outcome | {"status": "no_installer", "error": str(exc)}, EXIT_FAILED)
+    except InstallError as exc:
+        printer.finish()
+        return _report(args, outcome | {"status": "failed", "error": str(exc)}, EXIT_FAILED)
+    printer.finish()
+    if args.json:
+        print_json(
+            outcome
+            | {"status": "installed", "executable": receipt.executable_path, "receipt": receipt.to_json()}
+        )
+    else:
+        print(f"{args.language}: {receipt.version} is installed: {receipt.executable_path}")
+    return EXIT_OK
+
+
+async def _install(
+    plugins: PluginHost,
+    task: Task,
+    language: str,
+    version: str | None,
+    printer: ProgressPrinter,
+    base_urls: dict[str, str] | Any,
+) -> InstallReceipt:
+    from kandev_lsp.install import InstallManager
+
+    # Leaving this block by Ctrl-C (the task is cancelled) stops npm/go and removes the staging folder
+    # before asyncio.run returns.
+    async with InstallManager(plugins, release_base_urls=base_urls) as manager:
+        return await manager.install(language, task, version=version, progress=printer)
+
+
+def run_uninstall(args: argparse.Namespace) -> int:
+    from kandev_lsp.install import InstallManager
+
+    plugins = load_plugins()
+    task = task_from_args(args)
+
+    async def remove() -> bool:
+        async with InstallManager(plugins) as manager:
+            return await manager.uninstall(args.language, task)
+
+    try:
+        removed = asyncio.run(remove())
+    except KeyboardInterrupt:
+        return EXIT_CANCELLED
+    if args.json:
+        print_json(
+            {
+                "schema": INSTALL_SCHEMA,
+                "version": SCHEMA_VERSION,
+                "language": args.language,
+                "status": "removed" if removed else "not_installed",
+            }
+        )
+    elif removed:
+        print(f"{args.language}: removed from the managed cache")
+    else:
+        print(
+            f"{args.language}: nothing installed in the managed cache ({task.env.cache_root() or 'disabled'})"
+        )
+    return EXIT_OK
+
+
+def run_list(args: argparse.Namespace) -> int:
+    from kandev_lsp.install import InstallManager
+
+    plugins = load_plugins()
+    task = task_from_args(args)
+    servers = InstallManager(plugins).installed(task)
+    root = task.env.cache_root()
+    if args.json:
+        print_json(
+            {
+                "schema": LIST_SCHEMA,
+                "version": SCHEMA_VERSION,
+                "cacheRoot": root,
+                "servers": [server.to_json() for server in servers],
+            }
+        )
+        return EXIT_OK
+    if root is None:
+        print("the managed cache is disabled: the task's HOME is not an absolute path")
+        return EXIT_OK
+    if not servers:
+        print(f"no servers installed in {root}")
+        return EXIT_OK
+    for server in servers:
+        notes = []
+        if not server.plugin_loaded:
+            notes.append("no loaded plugin declares this language")
+        elif not server.matches_pin:
+            notes.append("differs from the plugin's pin: run `kandev-lsp install " + server.language + "`")
+        if not server.binary_present:
+            notes.append("executable missing: reinstall")
+        mark = "ok " if server.binary_present and server.matches_pin else "!! "
+        note = f"  ({'; '.join(notes)})" if notes else ""
+        print(f"{mark}{server.language:<11} {server.receipt.version:<12} {server.executable}{note}")
+    return EXIT_OK
+
+
+def _usage(args: argparse.Namespace, message: str) -> int:
+    return _report(
+        args,
+        {
+            "schema": INSTALL_SCHEMA,
+            "version": SCHEMA_VERSION,
+            "language": args.language,
+            "status": "usage",
+            "error": message,
+        },
+        EXIT_USAGE,
+    )
+
+
+def _report(args: argparse.Namespace, outcome: dict[str, Any], code: int) -> int:
+    if args.json:
+        print_json(outcome)
+    else:
+        print(f"kandev-lsp: {outcome['error']}", file=sys.stderr)
+    return code

@@ -1,0 +1,184 @@
+"""What every installer step receives and returns, and the one way they run a tool.
+
+Installers (npm, go, release) differ only in how files get into the staging folder. Locking, verifying,
+receipts and switching are the manager's, so every recipe gets the same guarantees.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Awaitable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, TypeVar
+from urllib.parse import urlsplit, urlunsplit
+
+from kandev_lsp.discovery import LocalFileProbe, ProbeStatus, in_folder
+from kandev_lsp.install.errors import InstallError, ToolchainMissingError
+from kandev_lsp.install.plan import InstallPlan
+from kandev_lsp.install.progress import ProgressFanout
+from kandev_lsp.language import LanguageSpec
+from kandev_lsp.taskenv import Task, TaskEnvironment
+
+if TYPE_CHECKING:
+    from kandev_lsp.cancel import CancelToken
+    from kandev_lsp.process import ProcessSupervisor, RunResult
+
+T = TypeVar("T")
+S = TypeVar("S")
+
+
+@dataclass(frozen=True, slots=True)
+class InstallContext:
+    """One install in progress: the plan, the task, and the staging folder it fills."""
+
+    spec: LanguageSpec
+    plan: InstallPlan
+    task: Task
+    staging: Path
+    fanout: ProgressFanout
+    cancel: CancelToken | None = None
+    supervisor: ProcessSupervisor | None = None
+    timeout: float | None = None
+
+    @property
+    def language(self) -> str:
+        return self.spec.id
+
+
+@dataclass(frozen=True, slots=True)
+class Staged:
+    """What an installer put into the staging folder.
+
+    ``executable`` is relative to the staging folder, ``/``-separated.
+    """
+
+    executable: str
+    source: str
+    toolchain: dict[str, str] = field(default_factory=dict)
+    sha256: str | None = None
+
+
+async def run_tool(
+    ctx: InstallContext,
+    argv: Sequence[str],
+    *,
+    what: str,
+    advice: str,
+    missing: str,
+    env: TaskEnvironment | None = None,
+) -> RunResult:
+    """Run an installer tool in the staging folder with the task's environment.
+
+    :param what: the step, for messages (``npm install pyright@1.1.414``).
+    :param advice: what to do when the tool fails.
+    :param missing: what to do when the tool is not on the task's PATH.
+    :raises InstallError: it failed, timed out or could not start; the message quotes its output.
+    """
+    from kandev_lsp.process import CommandNotFoundError, ProcessStartError, ProcessTimeout, run
+
+    try:
+        result = await run(
+            list(argv),
+            env=env or ctx.task.env,
+            cwd=str(ctx.staging),
+            timeout=ctx.timeout,
+            cancel=ctx.cancel,
+            supervisor=ctx.supervisor,
+        )
+    except CommandNotFoundError as exc:
+        raise ToolchainMissingError(
+            ctx.language,
+            f"cannot install the {ctx.language} server: {argv[0]} was not found on the task's PATH. {missing}",
+        ) from exc
+    except ProcessStartError as exc:
+        raise InstallError(ctx.language, f"cannot install the {ctx.language} server: {exc}") from exc
+    except ProcessTimeout as exc:
+        raise InstallError(
+            ctx.language,
+            f"{what} did not finish within {exc.timeout:g} s and was stopped; nothing was changed. "
+            "Check the task's network and proxy settings, then try again.",
+            output=exc.output,
+        ) from exc
+    if result.returncode != 0:
+        raise InstallError(
+            ctx.language,
+            f"{what} failed (exit status {result.returncode}); nothing was changed. {advice}",
+            output=result.output,
+        )
+    return result
+
+
+async def tool_output(ctx: InstallContext, argv: Sequence[str], *, timeout: float = 30.0) -> str | None:
+    """A tool's trimmed output for a receipt (``npm --version``), or None when it cannot tell."""
+    from kandev_lsp.process import ProcessStartError, ProcessTimeout, run
+
+    try:
+        result = await run(
+            list(argv),
+            env=ctx.task.env,
+            cwd=str(ctx.staging),
+            timeout=timeout,
+            cancel=ctx.cancel,
+            supervisor=ctx.supervisor,
+            output_limit=64 * 1024,
+        )
+    except (ProcessStartError, ProcessTimeout):
+        return None
+    return result.output.strip() if result.returncode == 0 else None
+
+
+async def alongside(main: Awaitable[T], side: Awaitable[S]) -> tuple[T, S]:
+    """Await ``main`` while ``side`` runs beside it (tool versions asked while the install runs, so they
+    cost no wall time). If ``main`` fails or is cancelled, ``side`` is cancelled and awaited first, so no
+    process outlives the install."""
+    side_task = asyncio.ensure_future(side)
+    try:
+        first = await main
+    except BaseException:
+        side_task.cancel()
+        with contextlib.suppress(BaseException):
+            await side_task
+        raise
+    return first, await side_task
+
+
+def find_executable(ctx: InstallContext, folder: str, command: str) -> str:
+    """The launcher ``command`` inside ``staging/<folder>`` (PATHEXT rules on Windows), relative to the
+    staging folder; an :class:`InstallError` when the installer did not produce it."""
+    base = ctx.staging.joinpath(*folder.split("/"))
+    probe = LocalFileProbe(ctx.task.host)
+    for candidate in in_folder(str(base), command, ctx.task.env, "staging"):
+        if probe.probe(candidate.path).status is ProbeStatus.OK:
+            return f"{folder}/{Path(candidate.path).name}"
+    raise InstallError(
+        ctx.language,
+        f"the installer finished but did not produce {folder}/{command}; the package may have renamed "
+        f"its launcher. Report this to the {ctx.language} plugin's authors.",
+    )
+
+
+def public_url(url: str) -> str:
+    """``url`` without user info, query or fragment: safe for receipts and messages."""
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return "(unparseable URL)"
+    if not parts.scheme or not parts.netloc:
+        return url
+    host = parts.hostname or ""
+    if parts.port:
+        host = f"{host}:{parts.port}"
+    return urlunsplit((parts.scheme, host, parts.path, "", ""))
+
+
+__all__ = [
+    "InstallContext",
+    "Staged",
+    "alongside",
+    "find_executable",
+    "public_url",
+    "run_tool",
+    "tool_output",
+]

@@ -1,0 +1,60 @@
+"""What can go wrong with an install, as small error classes.
+
+Each message says what failed, shows the tail of the installer's output when there is one, and says what
+to do next. :class:`InstallCancelled` is deliberately not an :class:`InstallError`: the stream closes a
+cancelled install with 1001 and a failed one with 4003, and a broad ``except InstallError`` must not
+turn one into the other.
+"""
+
+from __future__ import annotations
+
+from kandev_lsp.errors import KandevLspError
+
+#: How many lines of an installer's output an error message quotes.
+TAIL_LINES = 20
+
+
+def output_tail(output: str, lines: int = TAIL_LINES) -> str:
+    """The last ``lines`` non-empty lines of ``output``, for an error message."""
+    kept = [line.rstrip() for line in output.splitlines() if line.strip()]
+    return "\n".join(kept[-lines:])
+
+
+class InstallError(KandevLspError):
+    """An install failed; the previous version (if any) is still the current one.
+
+    :param language: the language whose server was being installed.
+    :param output: the tail of the installer's output, also quoted in the message.
+    """
+
+    def __init__(self, language: str, message: str, *, output: str = "") -> None:
+        self.language = language
+        self.output = output_tail(output)
+        text = message
+        if self.output:
+            quoted = "\n".join(f"    {line}" for line in self.output.splitlines())
+            text = f"{message}\n  last lines of output:\n{quoted}"
+        super().__init__(text)
+
+
+class NoInstallerError(InstallError):
+    """Nothing can install this server here: a manual-only language, no release asset for the host, or
+    the managed cache is disabled because the task's HOME is not an absolute path."""
+
+
+class ToolchainMissingError(InstallError):
+    """The toolchain an installer runs (npm, go) is not on the task's PATH."""
+
+
+class VerificationError(InstallError):
+    """The installed server did not start or answer; it was not made current."""
+
+
+class InstallCancelled(KandevLspError):
+    """The install was cancelled; nothing was switched and no staging files are left."""
+
+    def __init__(self, language: str, message: str | None = None) -> None:
+        self.language = language
+        super().__init__(
+            message or f"the install of the {language} server was cancelled; nothing was changed"
+        )

@@ -1,0 +1,69 @@
+"""Go recipes: ``go install <module>@<version>`` with the task's own toolchain and environment.
+
+GOBIN is set to the staging folder's ``bin/``, so the binary lands in the managed cache like every other
+install: atomic (staged, verified, then switched), receipted, and removable with ``kandev-lsp uninstall``.
+Everything else is the task's: its ``go`` from PATH, GOPROXY, GOFLAGS, GOSUMDB, GOPATH (module and build
+caches stay where the user keeps them; kandev-lsp never deletes them). Servers a user installed with
+``go install`` themselves are still found by the resolver in GOBIN, GOPATH/bin and ~/go/bin.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+
+from kandev_lsp.install.context import (
+    InstallContext,
+    Staged,
+    alongside,
+    find_executable,
+    public_url,
+    run_tool,
+    tool_output,
+)
+from kandev_lsp.language import GoRecipe
+
+ADVICE = (
+    "Check that the task's Go toolchain can fetch modules (GOPROXY, GOFLAGS, GOSUMDB, GOPRIVATE, network "
+    "access) and is new enough for this version, then run `kandev-lsp install {language}` again."
+)
+MISSING = "Install Go (https://go.dev/dl/ or your system's package) or add its bin folder to the task's PATH."
+
+
+def go_argv(recipe: GoRecipe) -> list[str]:
+    return ["go", "install", f"{recipe.package}@{recipe.version}"]
+
+
+def proxy_source(goproxy: str) -> str:
+    """The GOPROXY list for a receipt, each URL without credentials."""
+    entries = [
+        public_url(entry) if "://" in entry else entry for entry in goproxy.replace("|", ",").split(",")
+    ]
+    return "Go module proxy " + ",".join(entry for entry in entries if entry)
+
+
+async def _facts(ctx: InstallContext) -> tuple[dict[str, str], str]:
+    text = await tool_output(ctx, ["go", "env", "-json", "GOVERSION", "GOPROXY"])
+    values: dict[str, str] = {}
+    with contextlib.suppress(ValueError, TypeError, AttributeError):
+        values = {key: str(value) for key, value in json.loads(text or "").items()}
+    toolchain = {"go": values["GOVERSION"]} if values.get("GOVERSION") else {}
+    source = proxy_source(values["GOPROXY"]) if values.get("GOPROXY") else "Go module proxy (as configured)"
+    return toolchain, source
+
+
+async def install_go(ctx: InstallContext) -> Staged:
+    recipe = ctx.plan.recipe
+    assert isinstance(recipe, GoRecipe)
+    bin_dir = ctx.staging / "bin"
+    bin_dir.mkdir()
+    env = ctx.task.env.with_overrides({"GOBIN": str(bin_dir)})
+    argv = go_argv(recipe)
+    ctx.fanout.phase("installing", " ".join(argv))
+    what = " ".join(argv)
+    _, (toolchain, source) = await alongside(
+        run_tool(ctx, argv, what=what, advice=ADVICE.format(language=ctx.language), missing=MISSING, env=env),
+        _facts(ctx),
+    )
+    executable = find_executable(ctx, "bin", recipe.bin)
+    return Staged(executable, f"{source}: {recipe.package}@{recipe.version}", toolchain)

@@ -1,0 +1,173 @@
+"""Are the toolchains installers need present and new enough? Answers for ``kandev-lsp doctor``.
+
+npm recipes need ``node`` (in the range the pinned packages declare, :attr:`NpmRecipe.node_engine`) and
+``npm``; Go recipes need ``go``. Each tool is looked up on the task's PATH with the resolver's rules
+(empty and relative entries skipped, PATHEXT on Windows) and run once, briefly, for its version.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from kandev_lsp.discovery import LocalFileProbe, ProbeStatus, path_candidates
+from kandev_lsp.language import GoRecipe, LanguageSpec, NpmRecipe
+from kandev_lsp.probe import BriefRun, run_briefly
+from kandev_lsp.taskenv import TaskEnvironment
+from packaging.specifiers import InvalidSpecifier, SpecifierSet
+from packaging.version import InvalidVersion, Version
+
+VERSION_TIMEOUT = 10.0
+
+_VERSION_IN_TEXT = re.compile(r"(\d+(?:\.\d+)+)")
+
+Runner = Callable[[list[str], TaskEnvironment], BriefRun]
+Finder = Callable[[str, TaskEnvironment], str | None]
+
+
+@dataclass(frozen=True, slots=True)
+class ToolchainCheck:
+    """One tool: whether it is usable for the languages that need it, and what to do if not.
+
+    ``requirement`` is the version range the pinned servers need (empty when any version works).
+    ``advice`` is empty when ``ok``.
+    """
+
+    tool: str
+    needed_by: tuple[str, ...]
+    ok: bool
+    path: str | None
+    version: str | None
+    requirement: str
+    message: str
+    advice: str = ""
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "tool": self.tool,
+            "neededBy": list(self.needed_by),
+            "ok": self.ok,
+            "path": self.path,
+            "version": self.version,
+            "requirement": self.requirement or None,
+            "message": self.message,
+            "advice": self.advice or None,
+        }
+
+    def describe(self) -> str:
+        """One or two lines for people, in ``doctor``'s ``ok`` / ``!!`` style."""
+        mark = "ok " if self.ok else "!! "
+        line = f"{mark}{self.tool:<11} {self.message}  [for {', '.join(self.needed_by)}]"
+        return f"{line}\n    {self.advice}" if self.advice else line
+
+
+def find_on_path(command: str, env: TaskEnvironment) -> str | None:
+    """The first usable ``command`` on the task's PATH (resolver rules), or None."""
+    probe = LocalFileProbe(env.host)
+    for candidate in path_candidates(command, env):
+        if not candidate.skip and probe.probe(candidate.path).status is ProbeStatus.OK:
+            return candidate.path
+    return None
+
+
+def _run(argv: list[str], env: TaskEnvironment) -> BriefRun:
+    return run_briefly(argv, env, timeout=VERSION_TIMEOUT)
+
+
+def parse_version(text: str) -> str | None:
+    """The first dotted version in a tool's output (``v20.20.2`` -> ``20.20.2``, ``go1.19.8`` -> ``1.19.8``)."""
+    match = _VERSION_IN_TEXT.search(text)
+    return match.group(1) if match else None
+
+
+def node_ranges(specs: Iterable[LanguageSpec]) -> list[tuple[str, str]]:
+    """``(language, node range)`` for every language installed with npm."""
+    return [(spec.id, spec.install.node_engine) for spec in specs if isinstance(spec.install, NpmRecipe)]
+
+
+def satisfies(version: str | None, requirement: str) -> bool:
+    """Whether ``version`` is inside ``requirement`` (an empty requirement accepts any version)."""
+    if not requirement:
+        return True
+    try:
+        return version is not None and SpecifierSet(requirement).contains(Version(version))
+    except (InvalidSpecifier, InvalidVersion):
+        return False
+
+
+def toolchain_checks(
+    env: TaskEnvironment,
+    specs: Iterable[LanguageSpec],
+    *,
+    run: Runner = _run,
+    find: Finder = find_on_path,
+) -> list[ToolchainCheck]:
+    """Check node and npm (when any language installs with npm) and go (when any installs with go).
+
+    ``run`` and ``find`` are injectable so the rules are tested without the real tools.
+    """
+    specs = list(specs)
+    checks: list[ToolchainCheck] = []
+    ranges = node_ranges(specs)
+    npm_languages = tuple(language for language, _ in ranges)
+    if ranges:
+        checks.append(_check_node(env, ranges, run, find))
+        checks.append(_check_simple(env, "npm", ["--version"], npm_languages, run, find, _NPM_ADVICE))
+    go_languages = tuple(spec.id for spec in specs if isinstance(spec.install, GoRecipe))
+    if go_languages:
+        checks.append(_check_simple(env, "go", ["version"], go_languages, run, find, _GO_ADVICE))
+    return checks
+
+
+_NPM_ADVICE = "Install npm (it ships with Node.js) and put it on the task's PATH."
+_GO_ADVICE = (
+    "Install Go from https://go.dev/dl/ (or your system's golang package) and put it on the task's PATH."
+)
+
+
+def _check_simple(
+    env: TaskEnvironment,
+    tool: str,
+    args: list[str],
+    needed_by: tuple[str, ...],
+    run: Runner,
+    find: Finder,
+    advice: str,
+) -> ToolchainCheck:
+    path = find(tool, env)
+    if path is None:
+        return ToolchainCheck(tool, needed_by, False, None, None, "", "not found on the task's PATH", advice)
+    outcome = run([path, *args], env)
+    if not outcome.ok:
+        return ToolchainCheck(
+            tool, needed_by, False, path, None, "", f"{path} does not run: {outcome.summary}", advice
+        )
+    version = parse_version(outcome.output)
+    return ToolchainCheck(tool, needed_by, True, path, version, "", f"{path} ({version or outcome.summary})")
+
+
+def _check_node(
+    env: TaskEnvironment, ranges: list[tuple[str, str]], run: Runner, find: Finder
+) -> ToolchainCheck:
+    needed_by = tuple(language for language, _ in ranges)
+    requirement = ",".join(dict.fromkeys(rng for _, rng in ranges if rng))
+    advice = f"Install Node.js {requirement} (it includes npm) and put it on the task's PATH."
+    basic = _check_simple(env, "node", ["--version"], needed_by, run, find, advice)
+    unmet = [(language, rng) for language, rng in ranges if not satisfies(basic.version, rng)]
+    if not basic.ok or not unmet:
+        return ToolchainCheck(
+            "node", needed_by, basic.ok, basic.path, basic.version, requirement, basic.message, basic.advice
+        )
+    needs = "; ".join(f"{language} needs node {rng}" for language, rng in unmet)
+    return ToolchainCheck(
+        "node",
+        needed_by,
+        False,
+        basic.path,
+        basic.version,
+        requirement,
+        f"{basic.path} is version {basic.version or 'unknown'}: {needs}",
+        f"Install Node.js {requirement} and put it first on the task's PATH.",
+    )
