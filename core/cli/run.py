@@ -1,0 +1,224 @@
+"""``kandev-lsp run LANG``: a stdio language server for any editor, managed by kandev-lsp.
+
+The editor starts ``kandev-lsp run python`` as if it were the server. kandev-lsp resolves the server
+(installing it with ``--install``), starts it in the workspace with the task's environment, and bridges
+the editor's stdin/stdout to the server's with the same framing limits and configuration answers as the
+stream. Nothing but LSP frames is written to stdout; diagnostics (and the server's own stderr) go to
+stderr.
+
+Exit status: the server's own when it exits by itself (128+N when killed by signal N); 0 when the editor
+closed its input and the server had to be stopped; 10-13 when no server was found (as ``resolve``:
+10 installable but ``--install`` not given, 11 no installer here, 12 managed cache disabled, 13 unknown
+language); 20 install failed; 21 the server could not be started; 22 malformed or oversized LSP framing
+from the editor or the server; 23 the server stopped reading its input or the editor stopped reading its
+output; 1 any other error; 2 usage.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import sys
+from typing import TYPE_CHECKING
+
+from kandev_lsp.cli.common import load_plugins
+from kandev_lsp.cli.serve import (
+    add_log_level_argument,
+    add_stream_task_arguments,
+    configure_logging,
+    open_settings,
+    stream_task,
+)
+
+if TYPE_CHECKING:
+    from kandev_lsp.host import PluginHost
+    from kandev_lsp.install import InstallProgress
+    from kandev_lsp.resolver import Resolution
+    from kandev_lsp.session import BridgeLimits
+    from kandev_lsp.settings import SettingsFile
+    from kandev_lsp.stream.bridge import BridgeEnd
+    from kandev_lsp.taskenv import Task
+
+EXIT_INSTALL_FAILED = 20
+EXIT_START_FAILED = 21
+EXIT_PROTOCOL_ERROR = 22
+EXIT_STALLED = 23
+
+
+def add_run_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    parser = subparsers.add_parser(
+        "run",
+        help="run the server for LANG on stdio (the command to give an editor)",
+        description=(
+            "Resolve the server for LANG, start it in the workspace and bridge stdin/stdout to it. "
+            "Exit status: the server's own; 0 when the editor closed stdin; 10-13 as `resolve` when no "
+            "server was found; 20 install failed; 21 start failed; 22 malformed or oversized framing; "
+            "23 a side stopped reading. See docs/stream-contract.md."
+        ),
+    )
+    parser.add_argument("language", metavar="LANG")
+    parser.add_argument(
+        "--install", action="store_true", help="install the server when it is missing (progress on stderr)"
+    )
+    add_stream_task_arguments(parser)
+    add_log_level_argument(parser, "warning")
+    parser.set_defaults(handler=run_run)
+
+
+def run_run(args: argparse.Namespace) -> int:
+    import asyncio
+
+    from kandev_lsp.resolver import Resolver
+
+    configure_logging(args.log_level)
+    task = stream_task(args)
+    plugins = load_plugins()
+    settings = open_settings(args, plugins.languages())
+    resolution = Resolver(plugins).resolve(args.language, task)
+    if not resolution.found and not (resolution.installable and args.install):
+        print(f"kandev-lsp: {resolution.message}", file=sys.stderr)
+        return resolution.exit_code
+    return asyncio.run(run_stdio(plugins, task, resolution, settings))
+
+
+def _report_progress(report: InstallProgress) -> None:
+    if report.phase == "downloading" and report.bytes_done is not None:
+        total = f"/{report.bytes_total}" if report.bytes_total else ""
+        text = f"downloading {report.bytes_done}{total} bytes"
+    else:
+        text = report.message or report.phase.replace("_", " ")
+    print(f"kandev-lsp: {report.language}: {text}", file=sys.stderr, flush=True)
+
+
+async def install_then_resolve(plugins: PluginHost, task: Task, language: str) -> Resolution | int:
+    """Install the server (progress on stderr) and resolve again; an exit status when that fails."""
+    from kandev_lsp.install import InstallError, InstallManager, NoInstallerError
+    from kandev_lsp.resolver import Resolver
+
+    try:
+        async with InstallManager(plugins) as installer:
+            await installer.install(language, task, progress=_report_progress)
+    except NoInstallerError as exc:
+        print(f"kandev-lsp: {exc}", file=sys.stderr)
+        return Resolver(plugins).resolve(language, task).exit_code or EXIT_INSTALL_FAILED
+    except InstallError as exc:
+        print(f"kandev-lsp: {exc}", file=sys.stderr)
+        return EXIT_INSTALL_FAILED
+    resolution = Resolver(plugins).resolve(language, task)
+    if not resolution.found:
+        print(f"kandev-lsp: installed, but still not found: {resolution.message}", file=sys.stderr)
+        return EXIT_INSTALL_FAILED
+    return resolution
+
+
+def _stderr_passthrough(text: str) -> None:
+    sys.stderr.write(text)
+    sys.stderr.flush()
+
+
+async def run_stdio(
+    plugins: PluginHost,
+    task: Task,
+    resolution: Resolution,
+    settings: SettingsFile | None,
+    limits: BridgeLimits | None = None,
+) -> int:
+    """Bridge this process's stdin/stdout to the resolved (or, if missing, installed) server.
+
+    SIGINT and SIGTERM stop the server tree and exit with 128 + the signal number.
+    """
+    import asyncio
+    import signal
+
+    from kandev_lsp.session import DEFAULT_BRIDGE_LIMITS
+
+    main = asyncio.current_task()
+    assert main is not None
+    loop = asyncio.get_running_loop()
+    received: list[int] = []
+
+    def interrupted(signum: int) -> None:
+        received.append(signum)
+        main.cancel()
+
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(signum, interrupted, signum)
+    try:
+        return await _run_stdio(plugins, task, resolution, settings, limits or DEFAULT_BRIDGE_LIMITS)
+    except asyncio.CancelledError:
+        if not received:
+            raise
+        return 128 + received[0]
+    finally:
+        for signum in (signal.SIGINT, signal.SIGTERM):
+            loop.remove_signal_handler(signum)
+
+
+async def _run_stdio(
+    plugins: PluginHost,
+    task: Task,
+    resolution: Resolution,
+    settings: SettingsFile | None,
+    limits: BridgeLimits,
+) -> int:
+    import asyncio
+
+    from kandev_lsp.process import ProcessStartError, ProcessSupervisor
+    from kandev_lsp.session import ServerSession
+    from kandev_lsp.stream.bridge import BridgeEnd, bridge
+    from kandev_lsp.stream.stdio import open_stdio
+
+    if not resolution.found:
+        installed = await install_then_resolve(plugins, task, resolution.language)
+        if isinstance(installed, int):
+            return installed
+        resolution = installed
+    async with ProcessSupervisor() as supervisor:
+        channel = await open_stdio(limits)
+        try:
+            session = await ServerSession.start(
+                resolution.argv,
+                task,
+                language=plugins.language(resolution.language),
+                plugins=plugins,
+                settings=settings,
+                limits=limits,
+                supervisor=supervisor,
+                stderr=_stderr_passthrough,
+            )
+        except ProcessStartError as exc:
+            print(f"kandev-lsp: {exc}", file=sys.stderr)
+            channel.close()
+            return EXIT_START_FAILED
+        try:
+            result = await bridge(session, channel)
+            if result.end is BridgeEnd.CLIENT_CLOSED:
+                session.close_stdin()  # most servers exit at once on end of input
+                with contextlib.suppress(TimeoutError):
+                    async with asyncio.timeout(limits.exit_grace):
+                        await session.wait()
+            exited = session.returncode  # None: it had to be stopped
+        finally:
+            await session.aclose(exit_grace=0)
+            channel.close()
+    if result.end not in (BridgeEnd.CLIENT_CLOSED, BridgeEnd.SERVER_EXITED):
+        print(f"kandev-lsp: {result.end.value}: {result.detail}", file=sys.stderr)
+    return exit_status(result.end, exited)
+
+
+def exit_status(end: BridgeEnd, returncode: int | None) -> int:
+    """The exit status of ``run`` for a bridge that ended with ``end`` and a server status (None: stopped)."""
+    from kandev_lsp.stream.bridge import BridgeEnd
+
+    if end in (
+        BridgeEnd.CLIENT_TOO_LARGE,
+        BridgeEnd.CLIENT_MALFORMED,
+        BridgeEnd.SERVER_TOO_LARGE,
+        BridgeEnd.SERVER_MALFORMED,
+    ):
+        return EXIT_PROTOCOL_ERROR
+    if end in (BridgeEnd.SERVER_STALLED, BridgeEnd.CLIENT_STALLED):
+        return EXIT_STALLED
+    if returncode is None:
+        return 0
+    return 128 - returncode if returncode < 0 else returncode

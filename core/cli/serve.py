@@ -1,0 +1,170 @@
+"""``kandev-lsp serve``: the task-host stream route (contract: docs/stream-contract.md).
+
+Module-level imports stay light: the CLI imports every subcommand to build its parser, and ``resolve``
+must not pay for websockets. The server is imported inside the handler.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import sys
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from kandev_lsp.cli.common import load_plugins, task_from_args
+from kandev_lsp.errors import TaskEnvironmentError
+
+if TYPE_CHECKING:
+    from kandev_lsp.host import PluginHost
+    from kandev_lsp.language import LanguageSpec
+    from kandev_lsp.settings import SettingsFile
+    from kandev_lsp.stream.auth import StreamToken
+    from kandev_lsp.stream.server import StreamConfig
+    from kandev_lsp.taskenv import Task
+
+LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s %(message)s"
+
+
+def add_stream_task_arguments(parser: argparse.ArgumentParser) -> None:
+    """``--workspace``, ``--env-file``, ``--env`` and ``--settings``: the task a server runs in."""
+    group = parser.add_argument_group("task")
+    group.add_argument(
+        "--workspace", metavar="DIR", help="the task's workspace folder (default: current folder)"
+    )
+    group.add_argument(
+        "--env-file",
+        metavar="FILE",
+        help="task environment overrides (a JSON object or KEY=VALUE lines) over this process's environment",
+    )
+    group.add_argument(
+        "--env",
+        metavar="KEY=VALUE",
+        action="append",
+        default=[],
+        help="one task environment override (repeatable; KEY= unsets KEY); applied after --env-file",
+    )
+    group.add_argument(
+        "--settings",
+        metavar="FILE",
+        help="the settings file (default: $KANDEV_LSP_SETTINGS or the per-user config folder); re-read live",
+    )
+
+
+def add_log_level_argument(parser: argparse.ArgumentParser, default: str) -> None:
+    parser.add_argument(
+        "--log-level",
+        default=default,
+        choices=["debug", "info", "warning", "error"],
+        help=f"log level of the structured log on stderr (default: {default})",
+    )
+
+
+def configure_logging(level: str) -> None:
+    """Structured ``event=... key=value`` lines on stderr (stdout is reserved for machine output)."""
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter(LOG_FORMAT))
+    root = logging.getLogger("kandev_lsp")
+    root.handlers[:] = [handler]
+    root.setLevel(level.upper())
+    root.propagate = False
+    # websockets logs every handshake; its failures reach us as exceptions anyway.
+    logging.getLogger("websockets").setLevel(logging.ERROR)
+
+
+def stream_task(args: argparse.Namespace) -> Task:
+    """The task from the flags; the workspace must be an existing folder."""
+    task = task_from_args(args)
+    if not os.path.isdir(task.workspace):
+        raise TaskEnvironmentError(
+            f"the workspace {task.workspace} is not an existing folder; pass --workspace DIR"
+        )
+    return task
+
+
+def open_settings(args: argparse.Namespace, known: Mapping[str, LanguageSpec]) -> SettingsFile:
+    from kandev_lsp.settings import SettingsFile
+
+    return SettingsFile(args.settings, known=known)
+
+
+def add_serve_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    parser = subparsers.add_parser(
+        "serve",
+        help="serve the task-host LSP stream over WebSocket",
+        description=(
+            "Serve GET /api/v1/lsp/stream?language=L&autoInstall=1 for one task (see "
+            "docs/stream-contract.md). Prints one JSON line on stdout when listening: "
+            '{"event": "listening", "url": ..., "port": ...} (plus "token" when it generated one). '
+            "Clients authenticate with 'Authorization: Bearer <token>'. SIGINT/SIGTERM close every "
+            "connection with 1001 and stop every server."
+        ),
+    )
+    add_stream_task_arguments(parser)
+    parser.add_argument(
+        "--host", default="127.0.0.1", help="address to bind (default: 127.0.0.1, loopback only)"
+    )
+    parser.add_argument("--port", type=int, default=0, help="port to bind (default: 0, pick a free one)")
+    parser.add_argument(
+        "--token-file",
+        metavar="FILE",
+        help="read the bearer token from FILE (else $KANDEV_LSP_TOKEN, else a random token is printed once)",
+    )
+    add_log_level_argument(parser, "info")
+    parser.set_defaults(handler=run_serve)
+
+
+def run_serve(args: argparse.Namespace) -> int:
+    import asyncio
+
+    from kandev_lsp.stream.auth import load_token
+    from kandev_lsp.stream.server import StreamConfig
+
+    configure_logging(args.log_level)
+    task = stream_task(args)
+    plugins = load_plugins()
+    settings = open_settings(args, plugins.languages())
+    token = load_token(args.token_file)
+    config = StreamConfig(host=args.host, port=args.port)
+    try:
+        return asyncio.run(serve_until_signalled(plugins, task, token, config, settings))
+    except OSError as exc:
+        print(f"kandev-lsp: cannot listen on {args.host}:{args.port}: {exc.strerror or exc}", file=sys.stderr)
+        return 1
+
+
+async def serve_until_signalled(
+    plugins: PluginHost, task: Task, token: StreamToken, config: StreamConfig, settings: SettingsFile | None
+) -> int:
+    """Serve until SIGINT or SIGTERM, then close everything; print the listening line on stdout."""
+    import asyncio
+    import signal
+
+    from kandev_lsp.stream.server import StreamServer
+
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(signum, stop.set)
+    try:
+        async with StreamServer(
+            plugins=plugins, task=task, token=token, config=config, settings=settings
+        ) as server:
+            line: dict[str, Any] = {
+                "event": "listening",
+                "url": server.url,
+                "host": config.host,
+                "port": server.port,
+                "workspace": task.workspace,
+            }
+            if token.generated:
+                line["token"] = token.value  # printed once, here only; never logged
+            sys.stdout.write(json.dumps(line) + "\n")
+            sys.stdout.flush()
+            await stop.wait()
+    finally:
+        for signum in (signal.SIGINT, signal.SIGTERM):
+            loop.remove_signal_handler(signum)
+    return 0

@@ -1,0 +1,428 @@
+"""One running language server: its owned process, LSP framing, configuration answers, live settings.
+
+A :class:`ServerSession` is what every front end talks to: the task-host WebSocket stream, the stdio
+``kandev-lsp run`` command, and later the broker and the agent tools. It knows nothing about WebSockets:
+callers hand it message bodies (:meth:`ServerSession.send`) and read message bodies
+(:meth:`ServerSession.messages`). In between it
+
+* frames and unframes with :mod:`kandev_lsp.protocol` under :class:`BridgeLimits` (one pump,
+  :func:`read_frames`, reads frames from any :class:`asyncio.StreamReader`),
+* answers the server's ``workspace/configuration`` requests itself from the language's merged settings
+  (plugin defaults + the user's ``lsp_server_configs``), so every client gets the same configuration,
+* injects the plugin's ``initializationOptions`` (and ``workspace.configuration`` support) into the
+  client's ``initialize`` when the client sent none,
+* re-reads the settings file on a cheap timer and sends ``workspace/didChangeConfiguration`` when this
+  language's settings changed,
+* cuts off a write to the server's stdin that does not drain within ``stdin_write_timeout``.
+
+Only the first messages of a session are parsed (until the client's ``initialized`` and the server's
+``initialize`` result); after that the hot path is a byte search for ``workspace/configuration``, so
+large messages cost no JSON work.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import AsyncGenerator, Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Protocol
+
+from kandev_lsp.errors import KandevLspError
+from kandev_lsp.language import LanguageSpec
+from kandev_lsp.protocol import DEFAULT_LIMITS, NEED_DATA, FrameDecoder, FrameLimits, encode_header
+from kandev_lsp.protocol.errors import MalformedMessage
+from kandev_lsp.protocol.jsonrpc import (
+    MessageKind,
+    classify,
+    dump_message,
+    notification,
+    parse_message,
+    response,
+)
+from kandev_lsp.settings import ConfigurationAnswerer, SettingsFile, UserSettings, language_settings
+
+if TYPE_CHECKING:
+    from kandev_lsp.host import PluginHost
+    from kandev_lsp.process import ProcessSupervisor
+    from kandev_lsp.taskenv import Task
+
+log = logging.getLogger("kandev_lsp.session")
+
+_CONFIGURATION = b"workspace/configuration"
+_INITIALIZE = b"initialize"  # also matches "initialized"
+
+
+@dataclass(frozen=True, slots=True)
+class BridgeLimits:
+    """Limits and deadlines of a session and of the bridges in front of it.
+
+    :param frame: LSP framing limits; ``frame.body`` is also the largest message accepted from a client.
+    :param client_write_timeout: deadline of every write to the client (a WebSocket send, the editor's
+        stdout); a client that misses it is disconnected and its server stopped.
+    :param stdin_write_timeout: cut-off of each write (write + drain) to the server's stdin.
+    :param settings_poll_interval: how often the settings file is checked for changes (a ``stat``).
+    :param exit_drain_timeout: after the server exits, how long its remaining output is still forwarded.
+    :param exit_grace: after the client leaves, how long the server may take to exit by itself (its stdin
+        is closed first) before it is stopped.
+    :param stop_grace: time between the interrupt and the kill when a server is stopped.
+    :param read_chunk: bytes read from a pipe at once.
+    """
+
+    frame: FrameLimits = DEFAULT_LIMITS
+    client_write_timeout: float = 5.0
+    stdin_write_timeout: float = 30.0
+    settings_poll_interval: float = 1.5
+    exit_drain_timeout: float = 1.0
+    exit_grace: float = 1.0
+    stop_grace: float = 2.0
+    read_chunk: int = 256 * 1024
+
+    @property
+    def max_message(self) -> int:
+        """The largest message body, in bytes, in either direction."""
+        return self.frame.body
+
+
+DEFAULT_BRIDGE_LIMITS = BridgeLimits()
+
+
+class SessionError(KandevLspError):
+    """A session can no longer talk to its server."""
+
+
+class StdinStalled(SessionError):
+    """The server did not read its stdin within the cut-off; it is considered hung."""
+
+
+class ServerGone(SessionError):
+    """The server's stdin is closed: the server exited or closed it."""
+
+
+class ServerProcess(Protocol):
+    """What a session needs from an owned process (:class:`kandev_lsp.process.OwnedProcess`)."""
+
+    @property
+    def pid(self) -> int: ...
+
+    @property
+    def returncode(self) -> int | None: ...
+
+    stdin: asyncio.StreamWriter | None
+    stdout: asyncio.StreamReader | None
+
+    async def wait(self) -> int: ...
+
+    async def stop(self, grace: float = ...) -> Any: ...
+
+
+def log_event(logger: logging.Logger, event: str, level: int = logging.INFO, **fields: object) -> None:
+    """Log ``event=<event> key=value ...``: grep-able and machine-readable. Never pass source text,
+    tokens or file paths other than the workspace root."""
+    if not logger.isEnabledFor(level):
+        return
+    parts = [f"event={event}"]
+    for key, value in fields.items():
+        text = "" if value is None else str(value)
+        if not text or any(ch.isspace() or ch in '"=' for ch in text):
+            text = '"' + text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n") + '"'
+        parts.append(f"{key}={text}")
+    logger.log(level, " ".join(parts))
+
+
+async def read_frames(
+    reader: asyncio.StreamReader,
+    limits: FrameLimits = DEFAULT_LIMITS,
+    *,
+    peer: str = "peer",
+    chunk: int = DEFAULT_BRIDGE_LIMITS.read_chunk,
+) -> AsyncGenerator[bytes, None]:
+    """Yield the body of every LSP frame read from ``reader`` until its end.
+
+    The one framing pump of kandev-lsp: the stream and ``run`` read the server's stdout with it, ``run``
+    also reads the editor's stdin. Close it with :func:`contextlib.aclosing` when you stop early.
+
+    :raises kandev_lsp.protocol.RemoteProtocolError: malformed framing, or a stream that ends inside a
+        frame.
+    :raises kandev_lsp.protocol.ReceivedFrameTooLarge: a frame over ``limits``, detected from its headers
+        before its body is buffered.
+    """
+    decoder = FrameDecoder(limits, peer=peer)
+    while True:
+        data = await reader.read(chunk)
+        if data:
+            decoder.receive_data(data)
+        else:
+            decoder.receive_eof()
+        while (frame := decoder.next_frame()) is not NEED_DATA:
+            yield frame
+        if not data:
+            return
+
+
+class ServerSession:
+    """A language server started for one task, spoken to in message bodies.
+
+    Create it with :meth:`start` (spawn a resolved argv) or wrap an already started process with the
+    constructor; always finish with :meth:`aclose`, which stops the whole process tree.
+    """
+
+    def __init__(
+        self,
+        process: ServerProcess,
+        *,
+        language: LanguageSpec,
+        plugins: PluginHost,
+        settings: SettingsFile | None = None,
+        limits: BridgeLimits = DEFAULT_BRIDGE_LIMITS,
+        name: str = "",
+    ) -> None:
+        if process.stdin is None or process.stdout is None:
+            raise ValueError("a session needs a process started with piped stdin and stdout")
+        self.process = process
+        self.language = language
+        self.limits = limits
+        self.name = name or f"{language.id}[{process.pid}]"
+        self._stdin = process.stdin
+        self._stdout = process.stdout
+        self._plugins = plugins
+        self._settings_file = settings
+        self._answerer = ConfigurationAnswerer(plugins, language)
+        self._defaults = plugins.default_settings(language)
+        self._settings = self._read_settings()
+        self._inspect_client = True
+        self._initialize_id: int | str | None = None
+        self._client_initialized = False
+        self.server_capabilities: Mapping[str, Any] | None = None
+        self.configuration_requests = 0
+        self._watcher: asyncio.Task[None] | None = None
+
+    @classmethod
+    async def start(
+        cls,
+        argv: Sequence[str],
+        task: Task,
+        *,
+        language: LanguageSpec,
+        plugins: PluginHost,
+        settings: SettingsFile | None = None,
+        limits: BridgeLimits = DEFAULT_BRIDGE_LIMITS,
+        supervisor: ProcessSupervisor | None = None,
+        stderr: Callable[[str], None] | None = None,
+    ) -> ServerSession:
+        """Spawn ``argv`` in the task's workspace with the task's environment and wrap it.
+
+        The server's stderr is captured (bounded) for diagnostics; ``stderr``, when given, also receives
+        it as it arrives (``run`` passes it on to the editor's stderr).
+
+        :raises kandev_lsp.process.ProcessStartError: the process could not be started.
+        """
+        from kandev_lsp.process import spawn
+
+        process = await spawn(
+            list(argv),
+            env=task.env,
+            cwd=task.workspace,
+            stdin=True,
+            stdout="pipe",
+            stderr="capture",
+            supervisor=supervisor,
+            on_output=stderr,
+        )
+        session = cls(process, language=language, plugins=plugins, settings=settings, limits=limits)
+        session.watch_settings()
+        return session
+
+    # Settings -----------------------------------------------------------------------------------------
+    @property
+    def settings(self) -> dict[str, Any]:
+        """The language's merged settings as the server currently sees them."""
+        return dict(self._settings)
+
+    def _read_settings(self) -> dict[str, Any]:
+        user = self._settings_file.current()[0] if self._settings_file else UserSettings()
+        return language_settings(self._defaults, user, self.language.id)
+
+    def refresh_settings(self) -> bool:
+        """Re-read the settings; when this language's changed, tell an initialized server. Cheap (a stat).
+
+        Changes are detected by value per session, so many sessions can share one :class:`SettingsFile`.
+        """
+        fresh = self._read_settings()
+        if fresh == self._settings:
+            return False
+        self._settings = fresh
+        log_event(log, "settings_changed", session=self.name, notified=self._client_initialized)
+        if self._client_initialized:
+            self._write(dump_message(notification("workspace/didChangeConfiguration", {"settings": fresh})))
+        return True
+
+    def watch_settings(self) -> None:
+        """Start polling the settings file (every ``limits.settings_poll_interval`` seconds)."""
+        if self._settings_file is not None and self._watcher is None:
+            self._watcher = asyncio.get_running_loop().create_task(self._poll_settings())
+
+    async def _poll_settings(self) -> None:
+        while True:
+            await asyncio.sleep(self.limits.settings_poll_interval)
+            if self._stdin.is_closing():
+                return
+            try:
+                self.refresh_settings()
+            except ServerGone:
+                return
+            except Exception:  # a settings problem must never take the session down
+                log.exception("event=settings_refresh_failed session=%s", self.name)
+
+    # Client -> server ----------------------------------------------------------------------------------
+    async def send(self, body: bytes) -> None:
+        """Write one message body to the server and wait until the pipe accepted it.
+
+        :raises StdinStalled: the server did not read it within ``limits.stdin_write_timeout``.
+        :raises ServerGone: the server's stdin is closed.
+        :raises kandev_lsp.protocol.FrameTooLargeToSend: the body is over the frame limit.
+        """
+        if self._inspect_client and _INITIALIZE in body:
+            body = self._inspect_client_message(body)
+        self._write(body)
+        try:
+            async with asyncio.timeout(self.limits.stdin_write_timeout):
+                await self._stdin.drain()
+        except TimeoutError:
+            raise StdinStalled(
+                f"{self.name} did not read its input for {self.limits.stdin_write_timeout:g} s"
+            ) from None
+        except (ConnectionError, RuntimeError) as exc:
+            raise ServerGone(f"{self.name} closed its input ({type(exc).__name__})") from None
+
+    def _write(self, body: bytes) -> None:
+        """Queue one frame on the server's stdin. Each frame is written without an ``await`` in between,
+        so frames from the client, configuration answers and notifications never interleave."""
+        if self._stdin.is_closing():
+            raise ServerGone(f"{self.name} has no open input")
+        header = encode_header(len(body), self.limits.frame)
+        self._stdin.write(header)
+        self._stdin.write(body)
+
+    def _inspect_client_message(self, body: bytes) -> bytes:
+        try:
+            message = parse_message(body)
+            kind = classify(message)
+        except MalformedMessage:
+            return body  # not ours to judge: the server answers it
+        method = message.get("method")
+        if kind is MessageKind.REQUEST and method == "initialize":
+            self._initialize_id = message["id"]
+            return self._rewrite_initialize(message) or body
+        if kind is MessageKind.NOTIFICATION and method == "initialized":
+            self._inspect_client = False
+            self._client_initialized = True
+        return body
+
+    def _rewrite_initialize(self, message: dict[str, Any]) -> bytes | None:
+        params = message.get("params")
+        if not isinstance(params, dict):
+            return None
+        changed = False
+        if params.get("initializationOptions") is None:
+            options = self._plugins.initialization_options(self.language, self._settings)
+            if options is not None:
+                params["initializationOptions"] = options
+                changed = True
+        capabilities = params.get("capabilities")
+        if isinstance(capabilities, dict):
+            workspace = capabilities.setdefault("workspace", {})
+            if isinstance(workspace, dict) and "configuration" not in workspace:
+                # The session answers workspace/configuration itself, whatever the client supports.
+                workspace["configuration"] = True
+                changed = True
+        return dump_message(message) if changed else None
+
+    # Server -> client ----------------------------------------------------------------------------------
+    async def messages(self) -> AsyncGenerator[bytes, None]:
+        """Yield every message body the server writes, except the requests the session answers itself.
+
+        Ends when the server closes its stdout; the server's stdin is closed then too, since nothing can
+        be answered any more. Use it once, with :func:`contextlib.aclosing`.
+
+        :raises kandev_lsp.protocol.RemoteProtocolError: the server's output is not LSP framing.
+        :raises kandev_lsp.protocol.ReceivedFrameTooLarge: the server sent a frame over the limit.
+        """
+        frames = read_frames(
+            self._stdout, self.limits.frame, peer=f"{self.name} stdout", chunk=self.limits.read_chunk
+        )
+        try:
+            async with contextlib.aclosing(frames):
+                async for body in frames:
+                    if self._initialize_id is not None:
+                        self._note_initialize_result(body)
+                    if _CONFIGURATION in body and self._answer_configuration(body):
+                        continue
+                    yield body
+        finally:
+            self.close_stdin()
+
+    def _note_initialize_result(self, body: bytes) -> None:
+        try:
+            message = parse_message(body)
+            if classify(message) is not MessageKind.RESPONSE or message.get("id") != self._initialize_id:
+                return
+        except MalformedMessage:
+            return
+        self._initialize_id = None
+        result = message.get("result")
+        capabilities = result.get("capabilities") if isinstance(result, dict) else None
+        self.server_capabilities = capabilities if isinstance(capabilities, dict) else {}
+
+    def _answer_configuration(self, body: bytes) -> bool:
+        try:
+            message = parse_message(body)
+            if classify(message) is not MessageKind.REQUEST or message["method"] != "workspace/configuration":
+                return False
+        except MalformedMessage:
+            return False
+        if self._settings_file is not None:
+            self.refresh_settings()
+        answer = self._answerer.answer(self._settings, message.get("params"))
+        self.configuration_requests += 1
+        with contextlib.suppress(ServerGone):
+            self._write(dump_message(response(message["id"], answer)))
+        return True
+
+    # Lifetime -------------------------------------------------------------------------------------------
+    @property
+    def pid(self) -> int:
+        return self.process.pid
+
+    @property
+    def returncode(self) -> int | None:
+        return self.process.returncode
+
+    async def wait(self) -> int:
+        """Wait for the server process to exit; its exit status."""
+        return await self.process.wait()
+
+    def close_stdin(self) -> None:
+        """Close the server's stdin (most servers exit on end of input)."""
+        if not self._stdin.is_closing():
+            self._stdin.close()
+
+    async def aclose(self, *, exit_grace: float | None = None) -> int | None:
+        """Close stdin, give the server ``exit_grace`` seconds to exit, then stop its whole tree.
+
+        Idempotent. Returns the server's exit status.
+        """
+        if self._watcher is not None:
+            self._watcher.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._watcher
+            self._watcher = None
+        self.close_stdin()
+        grace = self.limits.exit_grace if exit_grace is None else exit_grace
+        if self.process.returncode is None and grace > 0:
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(grace):
+                    await self.process.wait()
+        await self.process.stop(self.limits.stop_grace)
+        return self.process.returncode

@@ -1,0 +1,253 @@
+"""One stream connection's walk: resolve -> (install) -> start -> ready -> bridge -> close.
+
+The request was already authenticated and validated before the upgrade (see
+:mod:`kandev_lsp.stream.server`); everything here happens on an open WebSocket and ends with a close
+code from :class:`~kandev_lsp.stream.contract.CloseCode`. Details of failures go to the log; the close
+reason stays short.
+
+The install hand-off rule: while an install runs, any message from the client (or its disconnect)
+cancels the install and closes the connection with 1001. Once the install has finished, messages are
+kept: the ones that arrive before ``ready`` are delivered to the server, in order, right after it
+started. When the client's message and the install's end are seen in the same loop turn, the install
+wins and the message is kept.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from kandev_lsp.resolver import Resolution, Resolver
+from kandev_lsp.session import BridgeLimits, ServerSession, log_event
+from kandev_lsp.settings import SettingsFile
+from kandev_lsp.stream import contract
+from kandev_lsp.stream.bridge import BridgeEnd, bridge
+from kandev_lsp.stream.contract import CLOSE_REASONS, CloseCode, StreamRequest
+from kandev_lsp.stream.websocket import WebSocketChannel
+from kandev_lsp.taskenv import Task
+from websockets.asyncio.server import ServerConnection
+from websockets.exceptions import ConnectionClosed
+
+if TYPE_CHECKING:
+    from kandev_lsp.host import PluginHost
+    from kandev_lsp.install import InstallManager, InstallProgress
+    from kandev_lsp.process import ProcessSupervisor
+
+log = logging.getLogger("kandev_lsp.stream")
+
+#: The close code for each way a bridge can end.
+BRIDGE_CLOSE_CODES: dict[BridgeEnd, CloseCode] = {
+    BridgeEnd.CLIENT_CLOSED: CloseCode.NORMAL,
+    BridgeEnd.CLIENT_TOO_LARGE: CloseCode.MESSAGE_TOO_BIG,
+    BridgeEnd.CLIENT_MALFORMED: CloseCode.SERVER_FAILED,  # not produced by the WebSocket channel
+    BridgeEnd.CLIENT_STALLED: CloseCode.CLIENT_STALLED,
+    BridgeEnd.SERVER_EXITED: CloseCode.SERVER_FAILED,
+    BridgeEnd.SERVER_TOO_LARGE: CloseCode.MESSAGE_TOO_BIG,
+    BridgeEnd.SERVER_MALFORMED: CloseCode.SERVER_FAILED,
+    BridgeEnd.SERVER_STALLED: CloseCode.SERVER_FAILED,
+}
+
+
+@dataclass
+class StreamContext:
+    """What every connection of one ``serve`` shares."""
+
+    plugins: PluginHost
+    task: Task
+    workspace_uri: str
+    limits: BridgeLimits
+    settings: SettingsFile | None
+    supervisor: ProcessSupervisor | None
+    installer: InstallManager | None = None
+
+    def install_manager(self) -> InstallManager:
+        """The shared install manager, created on the first install (it imports the installers)."""
+        if self.installer is None:
+            from kandev_lsp.install import InstallManager
+
+            urls = self.settings.current()[0].release_base_urls if self.settings else None
+            self.installer = InstallManager(self.plugins, supervisor=self.supervisor, release_base_urls=urls)
+        return self.installer
+
+
+class _Closed(Exception):
+    """The connection was closed (by us, with a logged reason, or by the client)."""
+
+
+class StreamConnection:
+    """One accepted WebSocket connection for one language."""
+
+    def __init__(self, ctx: StreamContext, websocket: ServerConnection, request: StreamRequest, number: int):
+        self.ctx = ctx
+        self.ws = websocket
+        self.request = request
+        self.name = f"c{number}"
+        self.language = request.language
+
+    def _log(self, event: str, level: int = logging.INFO, **fields: object) -> None:
+        log_event(log, event, level, conn=self.name, language=self.language, **fields)
+
+    async def run(self) -> None:
+        self._log("connection_open", auto_install=int(self.request.auto_install))
+        with contextlib.suppress(_Closed):
+            await self._walk()
+
+    async def _close(self, code: CloseCode, detail: str = "", level: int = logging.INFO) -> _Closed:
+        self._log("connection_close", level, code=int(code), reason=CLOSE_REASONS[code], detail=detail)
+        with contextlib.suppress(ConnectionClosed):
+            await self.ws.close(code, CLOSE_REASONS[code])
+        return _Closed()
+
+    async def _status(self, frame: str) -> None:
+        """Send a status frame within the write deadline; a client that cannot take it is gone."""
+        try:
+            async with asyncio.timeout(self.ctx.limits.client_write_timeout):
+                await self.ws.send(frame)
+        except (ConnectionClosed, TimeoutError) as exc:
+            self._log(
+                "connection_close", reason="client gone before a status frame", detail=type(exc).__name__
+            )
+            raise _Closed() from None
+
+    async def _resolve(self) -> Resolution:
+        resolver = Resolver(self.ctx.plugins)
+        return await asyncio.to_thread(resolver.resolve, self.language, self.ctx.task)
+
+    async def _walk(self) -> None:
+        resolution = await self._resolve()
+        pending: list[bytes] = []
+        if not resolution.found:
+            code = resolution.close_code or CloseCode.NO_INSTALLER
+            if code == CloseCode.INSTALLABLE_NOT_REQUESTED and self.request.auto_install:
+                resolution, pending = await self._install()
+            else:
+                raise await self._close(CloseCode(code), resolution.message)
+        await self._serve(resolution, pending)
+
+    # Install ------------------------------------------------------------------------------------------
+    async def _install(self) -> tuple[Resolution, list[bytes]]:
+        from kandev_lsp.install import InstallCancelled, InstallError, NoInstallerError
+
+        await self._status(contract.installing_frame(self.language))  # before waiting for the lock
+        self._log("install_start")
+        installer = self.ctx.install_manager()
+        install = asyncio.ensure_future(
+            installer.install(self.language, self.ctx.task, progress=self._progress)
+        )
+        listen = asyncio.ensure_future(self.ws.recv(decode=False))
+        try:
+            await asyncio.wait({install, listen}, return_when=asyncio.FIRST_COMPLETED)
+        except BaseException:  # this handler was cancelled: leave nothing running
+            await _cancel(install, InstallCancelled, InstallError)
+            await _cancel(listen, ConnectionClosed)
+            raise
+        await _cancel(install, InstallCancelled, InstallError)  # the client spoke or left first
+        pending: list[bytes] = []
+        if install.cancelled():
+            why = "the client disconnected" if listen.exception() else "the client sent a message"
+            self._log("install_cancelled", detail=why)
+            raise await self._close(CloseCode.GOING_AWAY, why)
+        if not listen.done():
+            await _cancel(listen, ConnectionClosed)  # safe: websockets keeps the message for the next recv()
+        elif listen.exception() is None:
+            pending.append(listen.result())  # the hand-off: the install finished first, the message is kept
+        else:
+            self._log("install_orphaned", detail="the client disconnected as the install finished")
+            raise _Closed()
+        try:
+            receipt = install.result()
+        except InstallCancelled as exc:
+            self._log("install_cancelled", detail=str(exc))
+            raise await self._close(CloseCode.GOING_AWAY, "install cancelled") from None
+        except NoInstallerError as exc:
+            await self._install_failed(str(exc))
+            raise await self._close(CloseCode.NO_INSTALLER, _first_line(exc)) from None
+        except InstallError as exc:
+            await self._install_failed(str(exc))
+            raise await self._close(CloseCode.INSTALL_FAILED, _first_line(exc)) from None
+        except Exception as exc:  # a bug or an unexpected OS failure: still tell the client clearly
+            log.exception("event=install_crashed conn=%s language=%s", self.name, self.language)
+            await self._install_failed(
+                f"the install of the {self.language} server failed unexpectedly ({type(exc).__name__}); "
+                "see the kandev-lsp log, then retry"
+            )
+            raise await self._close(CloseCode.INSTALL_FAILED, type(exc).__name__) from None
+        resolution = await self._resolve()
+        if not resolution.found:
+            message = (
+                f"the {self.language} server was installed ({receipt.version}) but is still not found: "
+                f"{resolution.message} Run `kandev-lsp resolve {self.language} --explain` to see why."
+            )
+            await self._install_failed(message)
+            raise await self._close(CloseCode.INSTALL_FAILED, "installed but not resolvable")
+        self._log("install_done", version=receipt.version)
+        await self._status(contract.installed_frame(self.language))
+        return resolution, pending
+
+    def _progress(self, report: InstallProgress) -> None:
+        if report.phase != "downloading" or report.bytes_done == report.bytes_total:
+            self._log("install_progress", level=logging.DEBUG, phase=report.phase, done=report.bytes_done)
+
+    async def _install_failed(self, error: str) -> None:
+        self._log("install_failed", logging.WARNING, detail=_first_line_of(error))
+        with contextlib.suppress(_Closed):
+            await self._status(contract.install_failed_frame(self.language, error))
+
+    # Serve --------------------------------------------------------------------------------------------
+    async def _serve(self, resolution: Resolution, pending: list[bytes]) -> None:
+        from kandev_lsp.process import ProcessStartError
+
+        spec = self.ctx.plugins.language(self.language)
+        try:
+            session = await ServerSession.start(
+                resolution.argv,
+                self.ctx.task,
+                language=spec,
+                plugins=self.ctx.plugins,
+                settings=self.ctx.settings,
+                limits=self.ctx.limits,
+                supervisor=self.ctx.supervisor,
+            )
+        except ProcessStartError as exc:
+            raise await self._close(CloseCode.START_FAILED, _first_line(exc), logging.WARNING) from None
+        self._log("server_start", pid=session.pid, source=resolution.source)
+        try:
+            await self._status(
+                contract.ready_frame(self.language, self.ctx.task.workspace, self.ctx.workspace_uri)
+            )
+            channel = WebSocketChannel(self.ws, pending=pending, max_message=self.ctx.limits.max_message)
+            result = await bridge(session, channel)
+        finally:
+            status = await session.aclose()
+        code = BRIDGE_CLOSE_CODES[result.end]
+        self._log(
+            "server_exit",
+            pid=session.pid,
+            status=status,
+            end=result.end.value,
+            to_server=result.to_server,
+            to_client=result.to_client,
+        )
+        level = logging.INFO if result.end is BridgeEnd.CLIENT_CLOSED else logging.WARNING
+        raise await self._close(code, result.detail, level)
+
+
+async def _cancel(task: asyncio.Future[Any], *expected: type[BaseException]) -> None:
+    """Cancel ``task`` if it is still running and wait for it, swallowing the errors it may end with."""
+    if task.done():
+        return
+    task.cancel()
+    with contextlib.suppress(asyncio.CancelledError, *expected):
+        await task
+
+
+def _first_line(exc: BaseException) -> str:
+    return _first_line_of(str(exc)) or type(exc).__name__
+
+
+def _first_line_of(text: str) -> str:
+    stripped = text.strip()
+    return stripped.splitlines()[0] if stripped else ""

@@ -1,0 +1,137 @@
+"""The task-host stream's wire contract as plain values: route, query, status frames, close codes.
+
+Everything here is pure, so the contract is tested without a socket, and documented once in
+``docs/stream-contract.md``. Close reasons stay short and generic; the detail goes to the logs.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from enum import IntEnum
+from typing import Any
+from urllib.parse import parse_qs, urlsplit
+
+ROUTE = "/api/v1/lsp/stream"
+
+#: ``autoInstall`` values; anything else is a 400, so a typo never silently means "no".
+_TRUE_VALUES = frozenset({"1", "true"})
+_FALSE_VALUES = frozenset({"0", "false", ""})
+
+
+class CloseCode(IntEnum):
+    """WebSocket close codes the stream uses (4001-4009 follow the task host's reference contract)."""
+
+    NORMAL = 1000
+    GOING_AWAY = 1001  # install cancelled by the client, or `serve` shutting down
+    MESSAGE_TOO_BIG = 1009  # a message over the size limit, in either direction
+    INSTALLABLE_NOT_REQUESTED = 4001
+    INSTALL_FAILED = 4003
+    SERVER_FAILED = 4006  # exited, closed or corrupted its output, or stopped reading its input
+    NO_INSTALLER = 4007
+    START_FAILED = 4008
+    CLIENT_STALLED = 4009  # the client stopped reading: a write missed its deadline
+
+
+#: The close reason for each code: short and generic on purpose (details are logged, not sent).
+CLOSE_REASONS: Mapping[int, str] = {
+    CloseCode.NORMAL: "",
+    CloseCode.GOING_AWAY: "going away",
+    CloseCode.MESSAGE_TOO_BIG: "message too big",
+    CloseCode.INSTALLABLE_NOT_REQUESTED: "server not installed",
+    CloseCode.INSTALL_FAILED: "install failed",
+    CloseCode.SERVER_FAILED: "server stopped",
+    CloseCode.NO_INSTALLER: "server unavailable",
+    CloseCode.START_FAILED: "server failed to start",
+    CloseCode.CLIENT_STALLED: "client too slow",
+}
+
+
+class BadStreamRequest(ValueError):
+    """The upgrade request's query is invalid; answered with HTTP 400 before the upgrade."""
+
+    def __init__(self, error: str, message: str, **extra: Any) -> None:
+        self.error = error
+        self.extra = extra
+        super().__init__(message)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"error": self.error, "message": str(self), **self.extra}
+
+
+@dataclass(frozen=True, slots=True)
+class StreamRequest:
+    """What a client asked for in ``GET /api/v1/lsp/stream?language=L&autoInstall=1``."""
+
+    language: str
+    auto_install: bool
+
+
+def route_of(target: str) -> str:
+    """The path of a request target, without its query."""
+    return urlsplit(target).path
+
+
+def parse_stream_query(target: str) -> StreamRequest:
+    """Parse the request target's query.
+
+    :raises BadStreamRequest: ``language`` missing or repeated, or ``autoInstall`` not one of
+        ``1``/``true``/``0``/``false``.
+    """
+    query = parse_qs(urlsplit(target).query, keep_blank_values=True)
+    languages = query.get("language", [])
+    if len(languages) != 1 or not languages[0]:
+        raise BadStreamRequest(
+            "missing_language",
+            "the stream needs exactly one `language` query parameter, e.g. ?language=python",
+        )
+    values = query.get("autoInstall", [])
+    if len(values) > 1:
+        raise BadStreamRequest("bad_auto_install", "`autoInstall` is given more than once")
+    raw = values[0].lower() if values else ""
+    if raw in _TRUE_VALUES:
+        auto_install = True
+    elif raw in _FALSE_VALUES:
+        auto_install = False
+    else:
+        raise BadStreamRequest(
+            "bad_auto_install", "`autoInstall` must be 1, true, 0 or false", value=values[0][:32]
+        )
+    return StreamRequest(languages[0], auto_install)
+
+
+def unknown_language(language: str, known: list[str]) -> BadStreamRequest:
+    return BadStreamRequest(
+        "unknown_language",
+        f"unknown language {language[:64]!r}; this host serves: {', '.join(known) or 'none'}",
+        language=language[:64],
+        languages=known,
+    )
+
+
+def _frame(data: Mapping[str, Any]) -> str:
+    return json.dumps(data, ensure_ascii=False, separators=(",", ":"))
+
+
+def installing_frame(language: str) -> str:
+    return _frame({"status": "installing", "language": language})
+
+
+def installed_frame(language: str) -> str:
+    return _frame({"status": "installed", "language": language})
+
+
+def install_failed_frame(language: str, error: str) -> str:
+    return _frame({"status": "install_failed", "language": language, "error": error})
+
+
+def ready_frame(language: str, workspace_path: str, workspace_uri: str) -> str:
+    return _frame(
+        {
+            "status": "ready",
+            "language": language,
+            "workspacePath": workspace_path,
+            "workspaceUri": workspace_uri,
+        }
+    )

@@ -1,0 +1,193 @@
+"""The task-host stream server: ``GET /api/v1/lsp/stream?language=L&autoInstall=1`` over WebSocket.
+
+Before the upgrade (in websockets' ``process_request`` hook) a request is checked in this order, so an
+unauthenticated client learns nothing and starts nothing:
+
+1. the path is the stream route, else HTTP 404;
+2. ``Authorization: Bearer <token>`` matches (constant-time), else HTTP 401;
+3. the query names exactly one known language and a valid ``autoInstall``, else HTTP 400 with a JSON body.
+
+After the upgrade, each connection runs :class:`~kandev_lsp.stream.connection.StreamConnection`.
+:meth:`StreamServer.aclose` closes every connection with 1001 and stops every server and install.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import json
+import logging
+from dataclasses import dataclass, field
+from http import HTTPStatus
+from typing import TYPE_CHECKING, Any
+
+from kandev_lsp.errors import UnknownLanguageError
+from kandev_lsp.session import DEFAULT_BRIDGE_LIMITS, BridgeLimits, log_event
+from kandev_lsp.settings import SettingsFile
+from kandev_lsp.stream.auth import StreamToken
+from kandev_lsp.stream.connection import StreamConnection, StreamContext
+from kandev_lsp.stream.contract import ROUTE, BadStreamRequest, parse_stream_query, route_of, unknown_language
+from kandev_lsp.stream.uri import workspace_uri
+from kandev_lsp.taskenv import Task
+from websockets.asyncio.server import Server, ServerConnection, serve
+from websockets.http11 import Request, Response
+
+if TYPE_CHECKING:
+    from kandev_lsp.host import PluginHost
+    from kandev_lsp.process import ProcessSupervisor
+
+log = logging.getLogger("kandev_lsp.stream")
+
+
+@dataclass(frozen=True, slots=True)
+class StreamConfig:
+    """How a stream server listens and limits its connections."""
+
+    host: str = "127.0.0.1"
+    port: int = 0
+    limits: BridgeLimits = field(default=DEFAULT_BRIDGE_LIMITS)
+    #: websockets' keepalive: a client that answers no ping within this is dropped.
+    ping_interval: float | None = 20.0
+    #: How long a closing handshake may take before the TCP connection is dropped.
+    close_timeout: float = 5.0
+
+
+def _json_response(connection: ServerConnection, status: HTTPStatus, data: dict[str, Any]) -> Response:
+    response = connection.respond(status, json.dumps(data) + "\n")
+    del response.headers["Content-Type"]
+    response.headers["Content-Type"] = "application/json"
+    return response
+
+
+class StreamServer:
+    """Serves the stream route for one task (its workspace and environment).
+
+    Use ``async with StreamServer(...) as server`` or :meth:`start` / :meth:`aclose`.
+    """
+
+    def __init__(
+        self,
+        *,
+        plugins: PluginHost,
+        task: Task,
+        token: StreamToken,
+        config: StreamConfig | None = None,
+        settings: SettingsFile | None = None,
+        supervisor: ProcessSupervisor | None = None,
+    ) -> None:
+        self.config = config or StreamConfig()
+        self._token = token
+        self._owns_supervisor = supervisor is None
+        self._supervisor = supervisor
+        self._ctx = StreamContext(
+            plugins=plugins,
+            task=task,
+            workspace_uri=workspace_uri(task.workspace, task.host),
+            limits=self.config.limits,
+            settings=settings,
+            supervisor=supervisor,
+        )
+        self._numbers = itertools.count(1)
+        self._server: Server | None = None
+
+    # Lifetime -----------------------------------------------------------------------------------------
+    async def start(self) -> None:
+        if self._supervisor is None:
+            from kandev_lsp.process import ProcessSupervisor
+
+            self._supervisor = ProcessSupervisor()
+            self._ctx.supervisor = self._supervisor
+        self._server = await serve(
+            self._handle,
+            self.config.host,
+            self.config.port,
+            process_request=self._process_request,
+            max_size=self.config.limits.max_message,
+            compression=None,  # LSP messages on a task host: latency matters more than bytes
+            ping_interval=self.config.ping_interval,
+            close_timeout=self.config.close_timeout,
+            server_header=None,
+        )
+        log_event(log, "listening", url=self.url, workspace=self._ctx.task.workspace)
+
+    async def __aenter__(self) -> StreamServer:
+        await self.start()
+        return self
+
+    async def __aexit__(self, *_: object) -> None:
+        await self.aclose()
+
+    async def aclose(self) -> None:
+        """Close every connection with 1001, wait for their servers to stop, stop installs and leftovers."""
+        if self._server is not None:
+            self._server.close()
+            await self._server.wait_closed()
+        if self._ctx.installer is not None:
+            await self._ctx.installer.aclose()
+        if self._owns_supervisor and self._supervisor is not None:
+            await self._supervisor.aclose()
+        log_event(log, "stopped")
+
+    # Addresses ----------------------------------------------------------------------------------------
+    @property
+    def port(self) -> int:
+        if self._server is None:
+            raise RuntimeError("the stream server is not started")
+        return int(self._server.sockets[0].getsockname()[1])
+
+    @property
+    def url(self) -> str:
+        host = self.config.host
+        shown = f"[{host}]" if ":" in host else host
+        return f"ws://{shown}:{self.port}{ROUTE}"
+
+    @property
+    def context(self) -> StreamContext:
+        return self._ctx
+
+    # Before the upgrade -------------------------------------------------------------------------------
+    def _process_request(self, connection: ServerConnection, request: Request) -> Response | None:
+        if route_of(request.path) != ROUTE:
+            return _json_response(
+                connection, HTTPStatus.NOT_FOUND, {"error": "not_found", "message": f"the route is {ROUTE}"}
+            )
+        if not self._token.accepts(request.headers.get("Authorization")):
+            log_event(log, "rejected", logging.WARNING, status=401, peer=_peer(connection))
+            response = _json_response(
+                connection,
+                HTTPStatus.UNAUTHORIZED,
+                {"error": "unauthorized", "message": "send Authorization: Bearer <token>"},
+            )
+            response.headers["WWW-Authenticate"] = "Bearer"
+            return response
+        try:
+            wanted = parse_stream_query(request.path)
+            self._ctx.plugins.language(wanted.language)
+        except BadStreamRequest as exc:
+            return self._bad_request(connection, exc)
+        except UnknownLanguageError as exc:
+            return self._bad_request(connection, unknown_language(exc.language, exc.known))
+        return None
+
+    def _bad_request(self, connection: ServerConnection, exc: BadStreamRequest) -> Response:
+        log_event(log, "rejected", logging.WARNING, status=400, error=exc.error)
+        return _json_response(connection, HTTPStatus.BAD_REQUEST, exc.to_json())
+
+    # After the upgrade --------------------------------------------------------------------------------
+    async def _handle(self, websocket: ServerConnection) -> None:
+        request = parse_stream_query(websocket.request.path if websocket.request else "")
+        connection = StreamConnection(self._ctx, websocket, request, next(self._numbers))
+        await connection.run()
+
+
+def _peer(connection: ServerConnection) -> str:
+    try:
+        address = connection.remote_address
+    except Exception:  # the transport may already be gone
+        return "-"
+    return str(address[0]) if isinstance(address, tuple) and address else "-"
+
+
+async def wait_forever() -> None:
+    """Sleep until cancelled (``serve`` runs this until a signal arrives)."""
+    await asyncio.Event().wait()
