@@ -584,75 +584,44 @@ async def _download(
     else:
         expected, source = await _published_digest(client, url, asset.name, timeouts), "published"
 
-    dest_file.parent.mkdir(parents=True, exist_ok=True)
-    fd, temp_name = tempfile.mkstemp(prefix=f".{dest_file.name}.", suffix=".part", dir=dest_file.parent)
-    temp = Path(temp_name)
-    published = False
-    try:
-        with os.fdopen(fd, "wb") as out:
-            sink: _CopySink | _GzipSink = (
-                _GzipSink(out, max_bytes) if asset.compression == "gzip" else _CopySink(out)
-            )
-            hasher = hashlib.sha256()
-            async with _get(client, url, timeouts) as response:
-                _check_status(
-                    response,
-                    url,
-                    f"release asset {asset.name!r} (version {recipe.version})",
-                    f"Check that version {recipe.version} exists and publishes {asset.name!r}, and that the "
-                    "mirror (base URL) is right and complete.",
-                )
-                total = _content_length(response)
-                if total is not None and total > max_bytes:
+    hasher = hashlib.sha256()
+    async with _get(client, url, timeouts) as response:
+        _check_status(
+            response,
+            url,
+            f"release asset {asset.name!r} (version {recipe.version})",
+            f"Check that version {recipe.version} exists and publishes {asset.name!r}, and that the "
+            "mirror (base URL) is right and complete.",
+        )
+        total = _content_length(response)
+        if total is not None and total > max_bytes:
+            raise _too_large(shown, max_bytes)
+        # The temporary file exists only from here on: an HTTP error never touches the folder.
+        with _temp_file_beside(dest_file) as (temp, out):
+            sink = _GzipSink(out, max_bytes) if asset.compression == "gzip" else _CopySink(out)
+            throttle = ProgressThrottle(progress, total)
+            received = 0
+
+            def on_chunk(chunk: bytes) -> None:
+                nonlocal received
+                received += len(chunk)
+                if received > max_bytes:
                     raise _too_large(shown, max_bytes)
-                throttle = ProgressThrottle(progress, total)
-                received = 0
+                hasher.update(chunk)
+                sink.feed(chunk)
+                throttle.update(received)
 
-                def on_chunk(chunk: bytes) -> None:
-                    nonlocal received
-                    received += len(chunk)
-                    if received > max_bytes:
-                        raise _too_large(shown, max_bytes)
-                    hasher.update(chunk)
-                    sink.feed(chunk)
-                    throttle.update(received)
-
-                await _read_body(response, url, timeouts, on_chunk)
-            if total is not None and received != total:
-                raise DownloadConnectionError(
-                    f"the download of {shown} ended after {received} of {total} bytes. Try again; if it "
-                    "keeps failing, try another mirror.",
-                    url=shown,
-                )
+            await _read_body(response, url, timeouts, on_chunk)
             sink.finish()
             got = hasher.hexdigest()
-            if got != expected:
-                raise DigestMismatch(
-                    f"SHA-256 mismatch for {shown}: expected {expected} ({source}), got {got}. Nothing was "
-                    "installed. The download may be corrupt or the mirror may serve a different file; try "
-                    "again, and check the mirror and the pinned digest.",
-                    url=shown,
-                    expected=expected,
-                    got=got,
-                )
-            if sink.too_large:
-                raise _too_large(shown, max_bytes, unpacked=True)
-            if sink.error is not None:
-                raise CorruptAssetError(
-                    f"release asset {shown} matched its SHA-256 but {sink.error}. The published asset "
-                    "itself is broken or its declared compression is wrong; report it to the plugin.",
-                    url=shown,
-                )
+            _verify(shown, received, total, expected, got, source, sink, max_bytes)
             throttle.finish(received)
             out.flush()
             os.fchmod(out.fileno(), 0o644 if asset.compression in ("zip", "tar.gz") else 0o755)
-            # Durable before it is visible: after a crash the target is either absent or complete.
+            # Durable before visible: after a crash the target is either absent or complete.
             os.fsync(out.fileno())
-        os.replace(temp, dest_file)
-        published = True
-    finally:
-        if not published:
-            temp.unlink(missing_ok=True)
+            out.close()
+            os.replace(temp, dest_file)
     return DownloadResult(
         url=shown,
         sha256=got,
@@ -661,6 +630,59 @@ async def _download(
         path=dest_file,
         digest_source=source,
     )
+
+
+@contextlib.contextmanager
+def _temp_file_beside(dest_file: Path) -> Iterator[tuple[Path, BinaryIO]]:
+    """A new hidden file in ``dest_file``'s folder (same filesystem, so the final rename is atomic).
+
+    It is removed on the way out unless it was renamed away, whatever ends the block: an error, a
+    cancellation, or success after ``os.replace``.
+    """
+    dest_file.parent.mkdir(parents=True, exist_ok=True)
+    fd, name = tempfile.mkstemp(prefix=f".{dest_file.name}.", suffix=".part", dir=dest_file.parent)
+    temp = Path(name)
+    try:
+        with os.fdopen(fd, "wb") as out:
+            yield temp, out
+    finally:
+        temp.unlink(missing_ok=True)
+
+
+def _verify(
+    shown: str,
+    received: int,
+    total: int | None,
+    expected: str,
+    got: str,
+    source: DigestSource,
+    sink: _CopySink | _GzipSink,
+    max_bytes: int,
+) -> None:
+    """The checks between "the body arrived" and "publish it", most useful failure first."""
+    if total is not None and received != total:
+        raise DownloadConnectionError(
+            f"the download of {shown} ended after {received} of {total} bytes. Try again; if it keeps "
+            "failing, try another mirror.",
+            url=shown,
+        )
+    if got != expected:
+        raise DigestMismatch(
+            f"SHA-256 mismatch for {shown}: expected {expected} ({source}), got {got}. Nothing was "
+            "installed. The download may be corrupt or the mirror may serve a different file; try again, "
+            "and check the mirror and the pinned digest.",
+            url=shown,
+            expected=expected,
+            got=got,
+        )
+    if sink.too_large:
+        raise _too_large(shown, max_bytes, unpacked=True)
+    if sink.error is not None:
+        raise CorruptAssetError(
+            f"release asset {shown} matched its SHA-256 but {sink.error}. The published asset itself is "
+            "broken or its declared compression is wrong; report it to the plugin's authors.",
+            url=shown,
+        )
 
 
 async def _published_digest(
