@@ -411,7 +411,7 @@ def _write_file(archive: Path, reader: _Reader, item: PlannedEntry, target: Path
                     out.write(chunk)
         except _READ_ERRORS as exc:
             raise _corrupt(archive, exc) from None
-        os.fchmod(out.fileno(), mode)
+    os.chmod(target, mode)  # os.open's mode is filtered by the umask; the result must not depend on it
 
 
 def _chunks(source: IO[bytes]) -> Iterator[bytes]:

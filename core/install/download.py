@@ -70,9 +70,14 @@ class DownloadTimeouts:
                 raise ValueError(f"DownloadTimeouts.{name} must be a positive number of seconds")
 
     def for_httpx(self) -> httpx.Timeout:
-        """The httpx part: connect and pool only. Reads are bounded by the asyncio deadlines instead, so
-        a timeout is always attributed to the right phase."""
-        return httpx.Timeout(connect=self.connect, read=None, write=self.stalled_read, pool=self.connect)
+        """The httpx part. Connect and pool waits are httpx's; reads are bounded by the asyncio deadlines
+        (which know the phase), with httpx's read timeout only as a later backstop per read."""
+        return httpx.Timeout(
+            connect=self.connect,
+            read=self.headers + self.stalled_read,
+            write=self.stalled_read,
+            pool=self.connect,
+        )
 
 
 DEFAULT_TIMEOUTS = DownloadTimeouts()
@@ -199,9 +204,9 @@ def _scrub(text: str) -> str:
 
 def _host_of(url: str) -> str:
     try:
-        return urlsplit(url).hostname or url
+        return urlsplit(url).hostname or "the server"
     except ValueError:
-        return url
+        return "the server"
 
 
 class ProgressThrottle:
@@ -381,12 +386,19 @@ async def _send(client: httpx.AsyncClient, url: str, timeouts: DownloadTimeouts)
     """
     loop = asyncio.get_running_loop()
     deadline = asyncio.timeout_at(loop.time() + timeouts.connect + timeouts.headers)
+    redirect_body = False
 
     async def trace(event: str, info: dict[str, Any]) -> None:
+        nonlocal redirect_body
         if event.endswith(".receive_response_headers.started"):
+            redirect_body = False
             deadline.reschedule(loop.time() + timeouts.headers)
-        elif event.endswith((".connect_tcp.started", ".receive_response_headers.complete")):
-            deadline.reschedule(None)  # httpx's own connect/pool timeouts govern until the next wait
+        elif event.endswith(".receive_response_headers.complete"):
+            # Either send() returns now, or httpx reads a redirect's (short) body before the next hop.
+            redirect_body = True
+            deadline.reschedule(loop.time() + timeouts.stalled_read)
+        elif event.endswith(".connect_tcp.started"):
+            deadline.reschedule(None)  # httpx's connect timeout governs a new connection
 
     request = client.build_request(
         "GET",
@@ -403,6 +415,14 @@ async def _send(client: httpx.AsyncClient, url: str, timeouts: DownloadTimeouts)
         if not deadline.expired():
             raise
         shown = redact_url(url)
+        if redirect_body:
+            raise DownloadTimeoutError(
+                f"a redirect from {shown} stalled for {timeouts.stalled_read:g} s. Check the network "
+                "connection, or try again later or another mirror.",
+                url=shown,
+                phase="body",
+                seconds=timeouts.stalled_read,
+            ) from None
         raise DownloadTimeoutError(
             f"{_host_of(url)} sent no response headers within {timeouts.headers:g} s for {shown}. "
             "The mirror may be overloaded or stuck; try again later or use another mirror.",
@@ -617,10 +637,10 @@ async def _download(
             _verify(shown, received, total, expected, got, source, sink, max_bytes)
             throttle.finish(received)
             out.flush()
-            os.fchmod(out.fileno(), 0o644 if asset.compression in ("zip", "tar.gz") else 0o755)
             # Durable before visible: after a crash the target is either absent or complete.
             os.fsync(out.fileno())
             out.close()
+            os.chmod(temp, 0o644 if asset.compression in ("zip", "tar.gz") else 0o755)
             os.replace(temp, dest_file)
     return DownloadResult(
         url=shown,

@@ -414,6 +414,22 @@ def test_stalled_body_times_out_and_leaves_nothing(release_server: Any, tmp_path
     assert names(tmp_path) == []
 
 
+def test_stalled_redirect_body_times_out(release_server: Any, tmp_path: Path) -> None:
+    release_server.route(
+        f"/{VERSION}/{ASSET}", b"moved" * 100, status=302, headers={"Location": "/blob/1"}, stall_after=10
+    )
+    release_server.route("/blob/1", PACKED)
+
+    started = time.monotonic()
+    with pytest.raises(DownloadTimeoutError, match=r"a redirect from .* stalled for 0\.5 s") as caught:
+        download(release_server, ReleaseAsset(ASSET, sha256=sha(PACKED)), tmp_path / "rust-analyzer")
+
+    assert caught.value.phase == "body"
+    assert time.monotonic() - started < 1.5
+    assert release_server.paths_requested() == [f"/{VERSION}/{ASSET}"]
+    assert names(tmp_path) == []
+
+
 def test_slow_but_moving_body_is_not_a_stall(release_server: Any, tmp_path: Path) -> None:
     # 8 pieces 0.1 s apart: 0.7 s in all, more than the 0.5 s stall limit; no overall limit applies.
     body = PACKED[:8000]

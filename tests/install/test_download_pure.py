@@ -185,4 +185,5 @@ def test_default_timeouts_are_the_reference_values() -> None:
     assert (timeouts.connect, timeouts.headers, timeouts.stalled_read) == (30.0, 60.0, 120.0)
     as_httpx = timeouts.for_httpx()
     assert as_httpx.connect == 30.0
-    assert as_httpx.read is None  # no overall/read limit from httpx: the asyncio deadlines decide
+    # httpx's per-read limit is only a backstop behind the phase-aware asyncio deadlines.
+    assert as_httpx.read == 180.0
