@@ -1,1 +1,80 @@
-"""Owned processes."""
+"""Owned processes: spawn a command in a task, capture what it says, stop its whole tree.
+
+Every child runs without a shell, with exactly the task's environment and the task's workspace as its
+working directory, in a process group of its own. ``argv[0]`` is an absolute path or a bare name looked up
+on the *task's* PATH by the resolver's rules (absolute entries only, PATHEXT on Windows, execute bit on
+Unix, never a file inside the workspace).
+
+Stopping follows the task-host contract: interrupt (SIGINT to the group; CTRL_BREAK on Windows), wait the
+grace (2 s), kill the whole tree, then confirm nothing survives (bounded, 5 s; survivors are logged and
+listed in :attr:`OwnedProcess.survivors`).
+
+**The owner marker.** To find descendants that left the group, the session and the parent chain (a
+daemon that double-forked and called ``setsid``), each child's environment gets one extra variable,
+``KANDEV_LSP_OWNER``, holding a random token unique to that child; descendants inherit it. At stop time,
+and only then, the process table is scanned, and the targets are the union of the process group, the
+child's descendants by parent link, and every process whose environment carries the token. If the task
+environment already holds ``KANDEV_LSP_OWNER`` (kandev-lsp running under kandev-lsp), the new token is
+appended after a space, so each owner finds its own. A process that scrubs its environment *and* leaves
+the group *and* is orphaned before the stop cannot be found; nothing else is missed.
+
+Captured output keeps at most ``output_limit`` bytes (1 MiB by default): the first quarter and the last
+three quarters, with a line saying how many bytes were left out. The pipes are always drained.
+"""
+
+from __future__ import annotations
+
+from kandev_lsp.cancel import CancelToken
+from kandev_lsp.process._backend import (
+    PosixBackend,
+    ProcessBackend,
+    SpawnOptions,
+    WindowsBackend,
+    backend_for,
+    interrupt_signal,
+    spawn_options,
+    taskkill_argv,
+    windows_system_root,
+)
+from kandev_lsp.process._errors import CommandNotFoundError, ProcessStartError, ProcessTimeout
+from kandev_lsp.process._locate import locate_executable
+from kandev_lsp.process._owned import (
+    CONFIRM_TIMEOUT,
+    DEFAULT_GRACE,
+    DEFAULT_OUTPUT_LIMIT,
+    OwnedProcess,
+    StderrMode,
+    StdoutMode,
+    spawn,
+)
+from kandev_lsp.process._run import RunResult, run
+from kandev_lsp.process._supervisor import ProcessSupervisor
+from kandev_lsp.process._tree import OWNER_VARIABLE
+
+__all__ = [
+    "CONFIRM_TIMEOUT",
+    "DEFAULT_GRACE",
+    "DEFAULT_OUTPUT_LIMIT",
+    "OWNER_VARIABLE",
+    "CancelToken",
+    "CommandNotFoundError",
+    "OwnedProcess",
+    "PosixBackend",
+    "ProcessBackend",
+    "ProcessStartError",
+    "ProcessSupervisor",
+    "ProcessTimeout",
+    "RunResult",
+    "SpawnOptions",
+    "StderrMode",
+    "StdoutMode",
+    "WindowsBackend",
+    "backend_for",
+    "interrupt_signal",
+    "locate_executable",
+    "run",
+    "spawn",
+    "spawn_options",
+    "taskkill_argv",
+    "windows_system_root",
+]
