@@ -1,0 +1,116 @@
+"""A small fake language server for fault injection (not a test module).
+
+Run as ``fake_lsp.py MODE``. Modes:
+
+``echo``   write every frame body it reads back verbatim (so a client sees exactly what the bridge sent),
+           answer ``initialize`` with ``{"capabilities": ..., "received": <the params it got>}``,
+           and obey a few test methods:
+           ``test/askConfiguration`` (params = workspace/configuration params) -> send a
+           ``workspace/configuration`` request with id ``"cfg-N"`` (its response is then echoed),
+           ``test/spawnChild`` -> start a sleeping grandchild in a new session and send
+           ``test/child`` with its pid, ``test/crash`` -> exit(3) at once, without answering,
+           ``test/huge`` -> announce a frame of ``params.size`` bytes and stall,
+           ``test/garbage`` -> write bytes that are not LSP framing,
+           ``test/badUtf8`` -> write a frame whose body is not UTF-8,
+           ``test/flood`` -> write ``params.count`` notifications of ``params.size`` bytes, flat out.
+``mute``   never read stdin; sleep.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+
+OUT = sys.stdout.buffer
+
+
+def write_body(body: bytes) -> None:
+    OUT.write(b"Content-Length: %d\r\n\r\n" % len(body) + body)
+    OUT.flush()
+
+
+def send(message: dict) -> None:
+    write_body(json.dumps(message).encode())
+
+
+def read_frame(stream) -> bytes | None:  # type: ignore[no-untyped-def]
+    length = None
+    while True:
+        line = stream.readline()
+        if not line:
+            return None
+        if line == b"\r\n":
+            break
+        name, _, value = line.partition(b":")
+        if name.strip().lower() == b"content-length":
+            length = int(value.strip())
+    assert length is not None
+    return stream.read(length)
+
+
+def echo() -> None:
+    stdin = sys.stdin.buffer
+    asked = 0
+    while (body := read_frame(stdin)) is not None:
+        method = None
+        if b'"test/' in body:
+            message = json.loads(body)
+            method = message.get("method")
+            params = message.get("params")
+        if b'"initialize"' in body and (message := json.loads(body)).get("method") == "initialize":
+            result = {"capabilities": {"hoverProvider": True}, "received": message.get("params")}
+            send({"jsonrpc": "2.0", "id": message["id"], "result": result})
+        elif method == "test/askConfiguration":
+            asked += 1
+            send(
+                {
+                    "jsonrpc": "2.0",
+                    "id": f"cfg-{asked}",
+                    "method": "workspace/configuration",
+                    "params": params,
+                }
+            )
+        elif method == "test/spawnChild":
+            child = subprocess.Popen(
+                [sys.executable, "-c", "import time; time.sleep(120)"],
+                start_new_session=True,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+            )
+            send({"jsonrpc": "2.0", "method": "test/child", "params": {"pid": child.pid}})
+        elif method == "test/crash":
+            os._exit(3)
+        elif method == "test/huge":
+            OUT.write(b"Content-Length: %d\r\n\r\n" % params["size"] + b"{" * 1024)
+            OUT.flush()
+            time.sleep(120)
+        elif method == "test/garbage":
+            OUT.write(b"this is a log line on stdout\r\n\r\n")
+            OUT.flush()
+        elif method == "test/badUtf8":
+            write_body(b'{"jsonrpc":"2.0","method":"x","params":"\xff\xfe"}')
+        elif method == "test/flood":
+            filler = "x" * params["size"]
+            for number in range(params["count"]):
+                send({"jsonrpc": "2.0", "method": "test/flood", "params": {"n": number, "fill": filler}})
+        else:
+            write_body(body)
+
+
+def main() -> None:
+    mode = sys.argv[1] if len(sys.argv) > 1 else "echo"
+    try:
+        if mode == "mute":
+            time.sleep(600)
+        else:
+            echo()
+    except (KeyboardInterrupt, BrokenPipeError):
+        pass
+
+
+if __name__ == "__main__":
+    main()

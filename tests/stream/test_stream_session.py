@@ -1,0 +1,215 @@
+"""The stream route with a fake echo server: status frames, message pass-through, what the session adds
+(initializationOptions, workspace/configuration answers, live settings), and the hand-off rule."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from typing import Any
+
+from stream_testkit import LspPeer, StreamKit, tagged_alive
+from websockets.exceptions import ConnectionClosed
+
+
+async def _ready(ws: Any) -> dict[str, Any]:
+    frame = json.loads(await ws.recv())
+    assert frame["status"] == "ready", frame
+    return frame
+
+
+def _initialize(number: int = 1, **params: Any) -> dict[str, Any]:
+    return {
+        "jsonrpc": "2.0",
+        "id": number,
+        "method": "initialize",
+        "params": {"processId": None, "rootUri": None, "capabilities": {}, **params},
+    }
+
+
+def test_ready_frame_then_messages_pass_through_unchanged(kit: StreamKit) -> None:
+    async def scenario() -> None:
+        async with kit.serve() as server, kit.connect(server, "fake-echo") as ws:
+            ready = await _ready(ws)
+            assert ready["workspacePath"] == str(kit.workspace)
+            assert ready["workspaceUri"] == "file://" + str(kit.workspace)
+            body = (
+                '{"jsonrpc":"2.0","id":7,"method":"custom/thing","params":{"text":"h\\u00e9 \\ud83d\\ude00"}}'
+            )
+            await ws.send(body)
+            assert await ws.recv() == body  # byte for byte: nothing parsed or re-encoded on the way
+            await ws.send(b'{"jsonrpc":"2.0","method":"binary/frame"}')  # binary messages are accepted
+            assert await ws.recv() == '{"jsonrpc":"2.0","method":"binary/frame"}'
+
+    asyncio.run(scenario())
+
+
+def test_initialize_gets_plugin_options_and_configuration_support(kit: StreamKit) -> None:
+    async def scenario() -> None:
+        plugins = kit.plugins()
+        settings = kit.settings(plugins, {"lsp_server_configs": {"fake-echo": {"kept": "user"}}})
+        async with kit.serve(plugins, settings=settings) as server, kit.connect(server, "fake-echo") as ws:
+            await _ready(ws)
+            await ws.send(json.dumps(_initialize()))
+            answer = json.loads(await ws.recv())
+            received = answer["result"]["received"]
+            # The plugin's hook saw the merged settings (the user's value over the default).
+            assert received["initializationOptions"] == {"fromPlugin": True, "kept": "user"}
+            assert received["capabilities"]["workspace"]["configuration"] is True
+
+    asyncio.run(scenario())
+
+
+def test_client_initialization_options_and_capabilities_are_kept(kit: StreamKit) -> None:
+    async def scenario() -> None:
+        async with kit.serve() as server, kit.connect(server, "fake-echo") as ws:
+            await _ready(ws)
+            message = _initialize(
+                initializationOptions={"mine": 1}, capabilities={"workspace": {"configuration": False}}
+            )
+            await ws.send(json.dumps(message))
+            received = json.loads(await ws.recv())["result"]["received"]
+            assert received["initializationOptions"] == {"mine": 1}
+            assert received["capabilities"] == {"workspace": {"configuration": False}}
+
+    asyncio.run(scenario())
+
+
+def test_workspace_configuration_is_answered_by_the_bridge_and_not_forwarded(kit: StreamKit) -> None:
+    async def scenario() -> None:
+        plugins = kit.plugins()
+        settings = kit.settings(
+            plugins, {"lsp_server_configs": {"fake-echo": {"kept": "user", "nested": {"level": 2}}}}
+        )
+        async with kit.serve(plugins, settings=settings) as server, kit.connect(server, "fake-echo") as ws:
+            await _ready(ws)
+            items = [
+                {"section": "fake-echo"},
+                {"section": "fake-echo.nested.level"},
+                {"section": "fake.flag"},
+                {"section": "fake-echo.missing"},
+                {},
+            ]
+            await ws.send(
+                json.dumps({"jsonrpc": "2.0", "method": "test/askConfiguration", "params": {"items": items}})
+            )
+            # The fake sends workspace/configuration; the bridge answers it; the fake echoes the answer.
+            answer = json.loads(await ws.recv())
+            assert answer["id"] == "cfg-1"
+            whole = {"fake.flag": True, "nested": {"level": 2}, "kept": "user"}
+            assert answer["result"] == [whole, 2, True, None, whole]
+            await ws.send(json.dumps({"jsonrpc": "2.0", "method": "test/askConfiguration", "params": {}}))
+            assert json.loads(await ws.recv())["result"] == [whole]
+
+    asyncio.run(scenario())
+
+
+def test_settings_change_reaches_an_initialized_server(kit: StreamKit) -> None:
+    async def scenario() -> None:
+        plugins = kit.plugins()
+        settings = kit.settings(plugins, {"lsp_server_configs": {"fake-echo": {"kept": "first"}}})
+        limits = kit_limits(settings_poll_interval=0.05)
+        async with (
+            kit.serve(plugins, settings=settings, limits=limits) as server,
+            kit.connect(server, "fake-echo") as ws,
+        ):
+            await _ready(ws)
+            peer = LspPeer.over_websocket(ws)
+            await peer.request("initialize", _initialize()["params"])
+            await peer.notify("initialized", {})
+            assert (await peer.wait_notification("initialized"))["method"] == "initialized"
+            kit.write_settings({"lsp_server_configs": {"fake-echo": {"kept": "second"}}})
+            changed = await peer.wait_notification("workspace/didChangeConfiguration", timeout=5)
+            assert changed["params"] == {
+                "settings": {"fake.flag": True, "nested": {"level": 1}, "kept": "second"}
+            }
+            # A change to another language's settings sends nothing.
+            kit.write_settings(
+                {"lsp_server_configs": {"fake-echo": {"kept": "second"}, "fake-mute": {"x": 1}}}
+            )
+            await asyncio.sleep(0.3)
+            await ws.send('{"jsonrpc":"2.0","method":"marker"}')
+            assert json.loads(await ws.recv())["method"] == "marker"
+
+    asyncio.run(scenario())
+
+
+def kit_limits(**changes: Any) -> Any:
+    from kandev_lsp.session import BridgeLimits
+
+    return BridgeLimits(**changes)
+
+
+def test_settings_change_before_initialized_is_not_sent(kit: StreamKit) -> None:
+    async def scenario() -> None:
+        plugins = kit.plugins()
+        settings = kit.settings(plugins, {"lsp_server_configs": {"fake-echo": {"kept": "first"}}})
+        limits = kit_limits(settings_poll_interval=0.05)
+        async with (
+            kit.serve(plugins, settings=settings, limits=limits) as server,
+            kit.connect(server, "fake-echo") as ws,
+        ):
+            await _ready(ws)
+            kit.write_settings({"lsp_server_configs": {"fake-echo": {"kept": "second"}}})
+            await asyncio.sleep(0.3)
+            await ws.send('{"jsonrpc":"2.0","method":"marker"}')
+            # Nothing came before the marker: the server was not initialized yet.
+            assert json.loads(await ws.recv())["method"] == "marker"
+            # But the server's next configuration request gets the new value.
+            await ws.send(
+                json.dumps(
+                    {
+                        "jsonrpc": "2.0",
+                        "method": "test/askConfiguration",
+                        "params": {"items": [{"section": "fake-echo.kept"}]},
+                    }
+                )
+            )
+            assert json.loads(await ws.recv())["result"] == ["second"]
+
+    asyncio.run(scenario())
+
+
+def test_client_close_stops_the_server(kit: StreamKit) -> None:
+    async def scenario() -> None:
+        async with kit.serve() as server:
+            async with kit.connect(server, "fake-echo") as ws:
+                await _ready(ws)
+                assert tagged_alive(kit.tag)
+            for _ in range(100):
+                if not tagged_alive(kit.tag):
+                    break
+                await asyncio.sleep(0.05)
+            assert not tagged_alive(kit.tag)
+
+    asyncio.run(scenario())
+
+
+def test_messages_sent_before_ready_are_delivered_after_it(kit: StreamKit) -> None:
+    async def scenario() -> None:
+        async with kit.serve() as server, kit.connect(server, "fake-echo") as ws:
+            for number in range(5):
+                await ws.send(json.dumps({"jsonrpc": "2.0", "method": "early", "params": number}))
+            await _ready(ws)
+            echoed = [json.loads(await ws.recv())["params"] for _ in range(5)]
+            assert echoed == [0, 1, 2, 3, 4]
+
+    asyncio.run(scenario())
+
+
+def test_serve_shutdown_closes_connections_with_1001(kit: StreamKit) -> None:
+    async def scenario() -> None:
+        server_cm = kit.serve()
+        server = await server_cm.__aenter__()
+        ws = await kit.connect(server, "fake-echo").__aenter__()
+        await _ready(ws)
+        await server_cm.__aexit__(None, None, None)
+        try:
+            await ws.recv()
+        except ConnectionClosed as exc:
+            assert exc.rcvd is not None and exc.rcvd.code == 1001
+        else:
+            raise AssertionError("the connection stayed open")
+        assert not tagged_alive(kit.tag)
+        await ws.close()
+
+    asyncio.run(scenario())
