@@ -87,6 +87,13 @@ class _SharedInstall:
     task: asyncio.Task[InstallReceipt] | None = None
     waiters: int = 0
     done: asyncio.Event = field(default_factory=asyncio.Event)
+    #: Cancelled (every caller left, or aclose) but still unwinding: new callers must not join it.
+    abandoned: bool = False
+
+    def abandon(self) -> None:
+        self.abandoned = True
+        if self.task is not None:
+            self.task.cancel()
 
 
 class InstallManager:
@@ -168,9 +175,10 @@ class InstallManager:
             if shared is None or (shared.task is not None and shared.task.done()):
                 shared = self._start(key, spec, plan, task)
                 break
-            if shared.identity == plan.identity:
+            if shared.identity == plan.identity and not shared.abandoned:
                 break
-            await self._wait_until_done(spec.id, shared, cancel)  # another version is installing: queue
+            # Another version is installing, or a cancelled install is still unwinding: wait for it.
+            await self._wait_until_done(spec.id, shared, cancel)
         return await self._join(spec.id, shared, progress, cancel)
 
     def _start(
@@ -212,7 +220,7 @@ class InstallManager:
                 shared.fanout.remove(listener)
             shared.waiters -= 1
             if shared.waiters == 0 and not shared.task.done():
-                shared.task.cancel()  # nobody wants it any more
+                shared.abandon()  # nobody wants it any more
 
     async def _wait_until_done(
         self, language: str, shared: _SharedInstall, cancel: CancelToken | None
@@ -393,7 +401,7 @@ class InstallManager:
     async def aclose(self) -> None:
         """Cancel every running install and wait until their processes are gone and staging removed."""
         self._closed = True
-        tasks = [shared.task for shared in self._running.values() if shared.task is not None]
-        for running in tasks:
-            running.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
+        running = list(self._running.values())
+        for shared in running:
+            shared.abandon()
+        await asyncio.gather(*(shared.task for shared in running if shared.task), return_exceptions=True)

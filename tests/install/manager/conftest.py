@@ -12,6 +12,7 @@ import gzip
 import hashlib
 import json
 import os
+import shlex
 import shutil
 import sys
 import zipfile
@@ -182,16 +183,31 @@ class World:
             f"os.execv({REAL_GO!r}, [{REAL_GO!r}, *sys.argv[1:]])\n",
         )
 
-    def hanging_go(self, started: Path) -> Path:
-        """A ``go`` whose ``install`` writes its pid to ``started`` and then hangs; other commands are real."""
+    def gated_go(self, started: Path, gate: Path, log: Path | None = None) -> Path:
+        """A ``go`` whose ``install`` writes its pid to ``started``, waits for the file ``gate``, then runs
+        the real one (so a test can hold an install in the middle). ``log`` counts installs."""
+        count = f"    with open({str(log)!r}, 'a') as f: f.write('run\\n')\n" if log else ""
         return write_script(
             self.tools / "go",
             "import os, sys, time\n"
             "if sys.argv[1:2] == ['install']:\n"
+            f"{count}"
             f"    with open({str(started)!r}, 'a') as f: f.write(str(os.getpid()) + '\\n')\n"
-            "    time.sleep(600)\n"
+            f"    while not os.path.exists({str(gate)!r}): time.sleep(0.01)\n"
             f"os.execv({REAL_GO!r}, [{REAL_GO!r}, *sys.argv[1:]])\n",
         )
+
+    def hanging_go(self, started: Path) -> Path:
+        """A ``go`` whose ``install`` appends its pid to ``started`` and then hangs; other commands run the
+        real one. A tiny POSIX shell script, so that starting it is quick enough for cycle tests."""
+        path = self.tools / "go"
+        path.write_text(
+            "#!/bin/sh\n"
+            f'if [ "$1" = install ]; then echo $$ >> {shlex.quote(str(started))}; exec sleep 600; fi\n'
+            f'exec {shlex.quote(REAL_GO or "go")} "$@"\n'
+        )
+        path.chmod(0o755)
+        return path
 
 
 @pytest.fixture(scope="session")
@@ -220,6 +236,49 @@ def world(tmp_path: Path, go_caches: Mapping[str, str]) -> World:
     )
 
 
+def wait_for_lines(path: Path, count: int = 1, timeout: float = 20.0) -> list[str]:
+    """Poll until ``path`` has ``count`` lines (a fake wrote its pid); the lines."""
+    import time
+
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if path.exists():
+            lines = path.read_text().splitlines()
+            if len(lines) >= count:
+                return lines
+        time.sleep(0.01)
+    raise AssertionError(f"{path} did not get {count} line(s) within {timeout} s")
+
+
+async def await_lines(path: Path, count: int = 1, timeout: float = 20.0) -> list[str]:
+    """:func:`wait_for_lines` for a running event loop."""
+    import asyncio
+
+    async with asyncio.timeout(timeout):
+        while True:
+            if path.exists():
+                lines = path.read_text().splitlines()
+                if len(lines) >= count:
+                    return lines
+            await asyncio.sleep(0.01)
+
+
+def gone(pid: int, timeout: float = 5.0) -> bool:
+    """Whether process ``pid`` has exited (a zombie counts as gone), waiting up to ``timeout``."""
+    import time
+
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            if psutil.Process(pid).status() == psutil.STATUS_ZOMBIE:
+                return True
+        except psutil.NoSuchProcess:
+            return True
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(0.02)
+
+
 def descendants() -> list[psutil.Process]:
     """Processes this test process started that are still alive (zombies excluded)."""
     alive = []
@@ -242,6 +301,9 @@ class Kit:
     release_spec = staticmethod(release_spec)
     script_asset = staticmethod(script_asset)
     descendants = staticmethod(descendants)
+    wait_for_lines = staticmethod(wait_for_lines)
+    await_lines = staticmethod(await_lines)
+    gone = staticmethod(gone)
 
 
 @pytest.fixture
