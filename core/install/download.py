@@ -458,7 +458,8 @@ async def _read_body(
     loop = asyncio.get_running_loop()
     received = 0
     stall = asyncio.timeout(None)
-    chunks = response.aiter_raw()
+    # A response built from in-memory bytes (httpx.MockTransport) arrives already read.
+    chunks = _already_read(response.content) if response.is_stream_consumed else response.aiter_raw()
     try:
         async with stall, _closing(chunks):
             while True:
@@ -482,6 +483,10 @@ async def _read_body(
             seconds=timeouts.stalled_read,
         ) from None
     return received
+
+
+async def _already_read(content: bytes) -> AsyncIterator[bytes]:
+    yield content
 
 
 @contextlib.asynccontextmanager

@@ -83,3 +83,16 @@ def test_header_deadline_holds_for_a_transport_without_trace_events(tmp_path: Pa
 
     assert caught.value.phase == "response headers"
     assert 0.45 <= time.monotonic() - started < 3
+
+
+def test_in_memory_responses_of_a_mock_transport_are_accepted(tmp_path: Path) -> None:
+    # httpx reads a response built from bytes at once; installers tested with MockTransport rely on this.
+    transport = httpx.MockTransport(lambda request: httpx.Response(200, content=b"x"))
+    asset = ReleaseAsset("tool", compression="none", sha256=hashlib.sha256(b"x").hexdigest())
+
+    async def scenario() -> None:
+        async with httpx.AsyncClient(transport=transport) as client:
+            await download_release_asset(RECIPE, asset, tmp_path / "tool", client=client)
+
+    asyncio.run(scenario())
+    assert (tmp_path / "tool").read_bytes() == b"x"
