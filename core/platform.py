@@ -67,7 +67,9 @@ class HostPlatform:
     def join(self, folder: str, *names: str) -> str:
         """Join path parts with this platform's rules. String based: the resolver's hot path calls it
         for every candidate, and pathlib objects cost ten times more than the stat they lead to."""
-        return (ntpath if self.is_windows else posixpath).join(folder, *names)
+        if self.is_windows:
+            return ntpath.join(folder, *names)
+        return posixpath.join(folder, *names)
 
     def is_absolute(self, text: str) -> bool:
         """Whether ``text`` is an absolute path on this platform (``C:\\x`` yes, ``\\x`` or ``x`` no)."""

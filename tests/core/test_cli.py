@@ -1,0 +1,151 @@
+"""The CLI as agentctl and people use it: real processes, real gopls from Debian on PATH."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+
+def cli(
+    *args: str, env: dict[str, str] | None = None, cwd: Path | None = None
+) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "kandev_lsp.cli", *args],
+        capture_output=True,
+        text=True,
+        env={**os.environ, **(env or {})},
+        cwd=cwd,
+        check=False,
+    )
+
+
+@pytest.fixture
+def gopls() -> str:
+    path = shutil.which("gopls")
+    assert path, "gopls is not installed: .ci/run installs it (apt-get install gopls)"
+    return path
+
+
+def test_resolve_real_gopls_from_task_path(gopls: str, tmp_path: Path) -> None:
+    env_file = tmp_path / "task.env"
+    env_file.write_text(f"PATH={os.path.dirname(gopls)}\nHOME={tmp_path}\n")
+    result = cli("resolve", "go", "--json", "--env-file", str(env_file), "--workspace", str(tmp_path / "ws"))
+    assert result.returncode == 0, result.stderr
+    data = json.loads(result.stdout)
+    assert data["status"] == "found" and data["argv"] == [gopls, "serve"] and data["source"] == "PATH[0]"
+    # The argv really starts a server that answers.
+    version = subprocess.run([data["executable"], "version"], capture_output=True, text=True, check=True)
+    assert "golang.org/x/tools/gopls" in version.stdout
+
+
+def test_resolve_uses_the_task_environment_not_the_agents(gopls: str, tmp_path: Path) -> None:
+    result = cli("resolve", "go", "--json", "--env", f"PATH={tmp_path}", "--env", f"HOME={tmp_path}")
+    assert result.returncode == 10
+    data = json.loads(result.stdout)
+    assert data["reason"] == "installable_not_requested" and data["closeCode"] == 4001
+
+
+@pytest.mark.parametrize(
+    ("language", "code", "reason"),
+    [
+        ("kotlin", 11, "no_installer"),
+        ("cobol", 13, "unsupported_language"),
+        ("typescript", 12, "cache_unavailable"),
+    ],
+)
+def test_resolve_exit_codes(tmp_path: Path, language: str, code: int, reason: str) -> None:
+    result = cli("resolve", language, "--json", "--env", f"PATH={tmp_path}", "--env", "HOME=relative")
+    assert result.returncode == code
+    assert json.loads(result.stdout)["reason"] == reason
+
+
+def test_resolve_explain_lists_every_candidate_in_order(tmp_path: Path) -> None:
+    result = cli("resolve", "rust", "--explain", "--env", f"PATH=rel:{tmp_path}", "--env", f"HOME={tmp_path}")
+    lines = result.stdout.splitlines()
+    assert "skipped" in lines[0] and "relative entry ignored" in lines[0]
+    assert f"{tmp_path}/rust-analyzer" in lines[1] and "missing" in lines[1]
+    assert "kandev-lsp install rust" in result.stderr
+
+
+def test_resolve_simulated_windows_platform(tmp_path: Path) -> None:
+    result = cli(
+        "resolve",
+        "rust",
+        "--json",
+        "--explain",
+        "--platform",
+        "windows-x86_64",
+        "--env",
+        r"PATH=C:\tools",
+        "--env",
+        "HOME=",
+        "--env",
+        r"USERPROFILE=C:\Users\me",
+    )
+    data = json.loads(result.stdout)
+    assert result.returncode == 11 and data["reason"] == "no_installer"
+    assert data["explain"][0]["path"] == r"C:\tools\rust-analyzer.com"
+
+
+def test_bad_env_file_is_a_clear_error(tmp_path: Path) -> None:
+    env_file = tmp_path / "bad.env"
+    env_file.write_text("{not json")
+    result = cli("resolve", "go", "--env-file", str(env_file))
+    assert result.returncode == 1
+    assert "not valid JSON" in result.stderr and str(env_file) in result.stderr
+
+
+def test_languages_and_config(tmp_path: Path) -> None:
+    languages = json.loads(cli("languages", "--json").stdout)
+    assert [row["id"] for row in languages] == ["go", "kotlin", "python", "rust", "typescript"]
+    assert next(r for r in languages if r["id"] == "kotlin")["experimental"] is True
+    settings = tmp_path / "settings.json"
+    settings.write_text(json.dumps({"lsp_server_configs": {"go": {"gopls": {"staticcheck": True}}}}))
+    shown = json.loads(
+        cli("config", "go", "--settings", str(settings), "--section", "go.gopls.staticcheck").stdout
+    )
+    assert shown["settings"] == {"ui.semanticTokens": True, "gopls": {"staticcheck": True}}
+    assert shown["answer"] is True
+
+
+def test_config_rejects_kotlin_auto_install(tmp_path: Path) -> None:
+    settings = tmp_path / "settings.json"
+    settings.write_text(json.dumps({"lsp_auto_install_languages": ["kotlin"]}))
+    result = cli("config", "go", "--settings", str(settings))
+    assert result.returncode == 1
+    assert "lsp_auto_install_languages cannot include ['kotlin']" in result.stderr
+
+
+def test_doctor_reports_every_language_with_reasons(gopls: str, tmp_path: Path) -> None:
+    result = cli(
+        "doctor", "--json", "--env", f"PATH={os.path.dirname(gopls)}:/usr/bin", "--env", f"HOME={tmp_path}"
+    )
+    data = json.loads(result.stdout)
+    by_language = {entry["language"]: entry for entry in data["languages"]}
+    assert set(by_language) == {"go", "kotlin", "python", "rust", "typescript"}
+    assert by_language["go"]["status"] == "found" and "v0.5.0" in by_language["go"]["serverVersion"]
+    assert by_language["kotlin"]["reason"] == "no_installer"
+    assert by_language["python"]["installerAvailable"] is True
+    assert result.returncode == 1  # python and typescript are missing in this task
+    assert data["toolchains"]
+
+
+def test_help_and_no_command() -> None:
+    assert "resolve" in cli("--help").stdout
+    assert cli().returncode == 2
+
+
+def test_resolve_does_not_import_the_heavy_stacks() -> None:
+    probe = (
+        "import sys; from kandev_lsp.cli import main\n"
+        "try:\n    main(['resolve', 'go', '--json'])\nexcept SystemExit:\n    pass\n"
+        "print(sorted(m for m in ('httpx', 'websockets', 'lsprotocol', 'asyncio') if m in sys.modules))"
+    )
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout
+    assert out.strip().splitlines()[-1] == "[]"
