@@ -196,6 +196,9 @@ class ServerSession:
         self._client_initialized = False
         self.server_capabilities: Mapping[str, Any] | None = None
         self.configuration_requests = 0
+        #: The server's exit status if it exited by itself, set by :meth:`aclose`.
+        self.exit_status: int | None = None
+        self._closed = False
         self._watcher: asyncio.Task[None] | None = None
 
     @classmethod
@@ -411,8 +414,12 @@ class ServerSession:
     async def aclose(self, *, exit_grace: float | None = None) -> int | None:
         """Close stdin, give the server ``exit_grace`` seconds to exit, then stop its whole tree.
 
-        Idempotent. Returns the server's exit status.
+        Returns the server's exit status when it exited by itself (before or during the grace), None
+        when it had to be stopped; :attr:`exit_status` keeps the answer. Idempotent.
         """
+        if self._closed:
+            return self.exit_status
+        self._closed = True
         if self._watcher is not None:
             self._watcher.cancel()
             with contextlib.suppress(asyncio.CancelledError):
@@ -424,5 +431,6 @@ class ServerSession:
             with contextlib.suppress(TimeoutError):
                 async with asyncio.timeout(grace):
                     await self.process.wait()
+        self.exit_status = self.process.returncode
         await self.process.stop(self.limits.stop_grace)
-        return self.process.returncode
+        return self.exit_status

@@ -192,14 +192,10 @@ async def _run_stdio(
             return EXIT_START_FAILED
         try:
             result = await bridge(session, channel)
-            if result.end is BridgeEnd.CLIENT_CLOSED:
-                session.close_stdin()  # most servers exit at once on end of input
-                with contextlib.suppress(TimeoutError):
-                    async with asyncio.timeout(limits.exit_grace):
-                        await session.wait()
-            exited = session.returncode  # None: it had to be stopped
+            # After the editor left, the server gets exit_grace to exit by itself (its status is kept).
+            exited = await session.aclose()
         finally:
-            await session.aclose(exit_grace=0)
+            await session.aclose()
             channel.close()
     if result.end not in (BridgeEnd.CLIENT_CLOSED, BridgeEnd.SERVER_EXITED):
         print(f"kandev-lsp: {result.end.value}: {result.detail}", file=sys.stderr)

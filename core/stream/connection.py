@@ -223,6 +223,8 @@ class StreamConnection:
         finally:
             status = await session.aclose()
         code = BRIDGE_CLOSE_CODES[result.end]
+        if result.end is BridgeEnd.SERVER_EXITED and status == 0:
+            code = CloseCode.NORMAL  # exit status 0 means the client asked it to shut down (LSP exit)
         self._log(
             "server_exit",
             pid=session.pid,

@@ -7,6 +7,7 @@ live process with that tag fails the test (and is killed so it cannot spill into
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import os
 import signal
@@ -20,6 +21,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).parent))
 
 from stream_testkit import (
+    RealServers,
     ReleaseServer,
     StreamKit,
     fake_server_source,
@@ -58,3 +60,14 @@ def kit(
             os.kill(pid, signal.SIGKILL)
     wait_until(lambda: not tagged_alive(tag), timeout=5)
     assert not leaked, f"processes left running after the test: {leaked}"
+
+
+@pytest.fixture(scope="session")
+def real_servers(tmp_path_factory: pytest.TempPathFactory) -> RealServers:
+    """pyright and typescript-language-server installed once per run by kandev-lsp's own installer
+    (real npm, from the registry) into a HOME of their own."""
+    home = tmp_path_factory.mktemp("real-home")
+    npm_cache = tmp_path_factory.mktemp("npm-cache")
+    servers = RealServers(home, npm_cache)
+    asyncio.run(servers.install(["python", "typescript"], tmp_path_factory.mktemp("install-cwd")))
+    return servers

@@ -318,6 +318,27 @@ class StreamKit:
         return connect(f"{server.url}?{query}", additional_headers=headers, max_size=None, **options)
 
 
+# Real servers ----------------------------------------------------------------------------------------------
+class RealServers:
+    """A HOME whose managed cache holds real servers, and the npm cache their installs share."""
+
+    def __init__(self, home: Path, npm_cache: Path) -> None:
+        self.home = home
+        self.npm_cache = npm_cache
+
+    def overrides(self) -> dict[str, str]:
+        """Task environment overrides that find these servers (and only through the managed cache)."""
+        return {"HOME": str(self.home), "npm_config_cache": str(self.npm_cache), "PATH": "/usr/bin:/bin"}
+
+    async def install(self, languages: Iterable[str], workspace: Path) -> None:
+        from kandev_lsp.install import InstallManager
+
+        env = TaskEnvironment.from_agent(self.overrides())
+        task = Task(str(workspace), env)
+        async with InstallManager(PluginHost.load(environ={})) as installer:
+            await asyncio.gather(*(installer.install(language, task) for language in languages))
+
+
 # An independent LSP client ---------------------------------------------------------------------------------
 class LspPeer:
     """A minimal LSP client: requests with ids, answers the server's requests with null, keeps notifications."""
