@@ -17,7 +17,6 @@ output; 1 any other error; 2 usage.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import sys
 from typing import TYPE_CHECKING
 
@@ -161,7 +160,6 @@ async def _run_stdio(
     settings: SettingsFile | None,
     limits: BridgeLimits,
 ) -> int:
-    import asyncio
 
     from kandev_lsp.process import ProcessStartError, ProcessSupervisor
     from kandev_lsp.session import ServerSession
