@@ -75,7 +75,12 @@ def run_run(args: argparse.Namespace) -> int:
     settings = open_settings(args, plugins.languages())
     resolution = Resolver(plugins).resolve(args.language, task)
     if not resolution.found and not (resolution.installable and args.install):
-        print(f"kandev-lsp: {resolution.message}", file=sys.stderr)
+        hint = (
+            f" For an editor, run `kandev-lsp run {args.language} --install`."
+            if resolution.installable
+            else ""
+        )
+        print(f"kandev-lsp: {resolution.message}{hint}", file=sys.stderr)
         return resolution.exit_code
     return asyncio.run(run_stdio(plugins, task, resolution, settings))
 
