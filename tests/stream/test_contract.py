@@ -134,13 +134,13 @@ def test_log_event_quotes_values_and_keeps_lines_single(caplog: pytest.LogCaptur
     ]
 
 
-def _frames(stream: bytes, chunk: int, limits: FrameLimits = FrameLimits()) -> list[bytes]:
+def _frames(stream: bytes, chunk: int, limits: FrameLimits | None = None) -> list[bytes]:
     async def collect() -> list[bytes]:
         reader = asyncio.StreamReader()
         for start in range(0, len(stream), chunk):
             reader.feed_data(stream[start : start + chunk])
         reader.feed_eof()
-        return [body async for body in read_frames(reader, limits, chunk=7)]
+        return [body async for body in read_frames(reader, limits or FrameLimits(), chunk=7)]
 
     return asyncio.run(collect())
 
