@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import tracemalloc
 
 import pytest
 from kandev_lsp.errors import KandevLspError
@@ -126,11 +127,44 @@ def test_a_large_body_in_pipe_sized_chunks():
     assert decoder.buffered == 0
 
 
-def test_buffered_counts_the_pending_partial_frame():
+def test_a_buffer_the_caller_reuses_is_not_kept(feed):
+    body = bytes(range(256)) * 40  # 10 KiB, large enough to be kept by reference if it were bytes
     decoder = FrameDecoder()
-    decoder.receive_data(b"Content-Length: 5\r\n\r\nab")
+    decoder.receive_data(b"Content-Length: %d\r\n\r\n" % len(body))
     assert decoder.next_frame() is NEED_DATA
-    assert decoder.buffered == len(b"Content-Length: 5\r\n\r\nab")
+    reused = bytearray(body[:6000])
+    decoder.receive_data(reused)
+    reused[:] = b"\x00" * len(reused)  # e.g. the next readinto() of the caller's read buffer
+    reused = bytearray(body[6000:])
+    decoder.receive_data(reused)
+    reused[:] = b"\x00" * len(reused)
+    assert decoder.next_frame() == body
+
+
+def test_a_peer_trickling_a_body_does_not_cost_an_object_per_chunk():
+    body = b"t" * 256 * 1024
+    decoder = FrameDecoder()
+    decoder.receive_data(b"Content-Length: %d\r\n\r\n" % len(body))
+    assert decoder.next_frame() is NEED_DATA
+    tracemalloc.start()
+    try:
+        for start in range(0, len(body), 16):
+            decoder.receive_data(body[start : start + 16])  # a fresh object per read, as from a pipe
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert peak < 2 * len(body)  # keeping each 16-byte chunk as an object would take over 3 times
+    assert decoder.next_frame() == body
+
+
+def test_buffered_counts_what_the_decoder_holds():
+    decoder = FrameDecoder()
+    decoder.receive_data(b"Content-Len")
+    assert decoder.next_frame() is NEED_DATA
+    assert decoder.buffered == len(b"Content-Len")
+    decoder.receive_data(b"gth: 5\r\n\r\nab")
+    assert decoder.next_frame() is NEED_DATA
+    assert decoder.buffered == 2  # parsed headers are not kept, the body bytes are
     assert decoder.frame_pending
     decoder.receive_data(b"cdeContent-Le")
     assert decoder.next_frame() == b"abcde"
@@ -358,6 +392,22 @@ def test_a_content_length_with_thousands_of_digits_is_too_large_not_a_crash(feed
     data = frame(b"", b"Content-Length: " + b"9" * 5000)
     with pytest.raises(ReceivedFrameTooLarge, match="a 5000-digit body length"):
         feed(FrameDecoder(FrameLimits(header_line=6000, headers_total=7000)), data)
+
+
+def test_leading_zeros_count_towards_the_header_line_limit(feed):
+    tight = FrameLimits(header_line=17, headers_total=64, body=9)  # fits "Content-Length: 9"
+    assert feed(FrameDecoder(tight), frame(b"x", b"Content-Length: 1")) == [b"x"]
+    with pytest.raises(ReceivedFrameTooLarge) as caught:
+        feed(FrameDecoder(tight), frame(b"x", b"Content-Length: 01"))
+    assert caught.value.part == "header line"
+
+
+def test_leading_zeros_count_towards_the_header_block_limit(feed):
+    tight = FrameLimits(header_line=30, headers_total=21, body=9)  # fits "Content-Length: 9\r\n\r\n"
+    assert feed(FrameDecoder(tight), frame(b"x", b"Content-Length: 1")) == [b"x"]
+    with pytest.raises(ReceivedFrameTooLarge) as caught:
+        feed(FrameDecoder(tight), frame(b"x", b"Content-Length: 01"))
+    assert caught.value.part == "headers"
 
 
 def test_leading_zeros_do_not_count_as_size(feed):
