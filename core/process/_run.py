@@ -16,8 +16,9 @@ from kandev_lsp.taskenv import TaskEnvironment
 
 @dataclass(frozen=True, slots=True)
 class RunResult:
-    """How a run ended. ``output`` is stdout and stderr interleaved as written, capped at the run's
-    ``output_limit`` (head and tail kept); ``truncated`` says whether some was left out."""
+    """How a run ended. ``argv[0]`` is the executable that ran (the PATH lookup resolved). ``output`` is
+    stdout and stderr interleaved as written, capped at the run's ``output_limit`` (head and tail kept);
+    ``truncated`` says whether some was left out."""
 
     argv: tuple[str, ...]
     returncode: int

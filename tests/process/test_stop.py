@@ -91,7 +91,7 @@ def test_child_that_exits_on_sigint_is_not_waited_for(kit: Kit) -> None:
 
     returncode, elapsed = asyncio.run(main())
     assert returncode == 7  # it got the interrupt and left on its own terms
-    assert elapsed < 0.5
+    assert elapsed < 1.0  # well under the 2 s grace
 
 
 def test_grandchild_that_called_setsid_does_not_survive(kit: Kit) -> None:
@@ -155,13 +155,13 @@ def test_stop_is_idempotent_and_concurrent_calls_share_one_stop(kit: Kit) -> Non
         process = await spawn([*kit.script(IGNORES_SIGINT), pidfile], env=kit.env, cwd=kit.cwd)
         await kit.wait_pid(pidfile)
         started = time.monotonic()
-        first = await asyncio.gather(process.stop(grace=0.5), process.stop(grace=0.5))
+        first = await asyncio.gather(process.stop(grace=1.0), process.stop(grace=1.0))
         again = await process.stop()
         return [*first, again], time.monotonic() - started, process.stopped
 
     codes, elapsed, stopped = asyncio.run(main())
     assert codes == [-signal.SIGKILL] * 3
-    assert elapsed < 1.5  # one grace of 0.5 s, not two, and the third call did not wait again
+    assert elapsed < 1.8  # one grace of 1 s, not two, and the third call did not wait again
     assert stopped
 
 
@@ -195,7 +195,7 @@ def test_grace_zero_kills_at_once(kit: Kit) -> None:
 
     returncode, elapsed = asyncio.run(main())
     assert returncode == -signal.SIGKILL
-    assert elapsed < 0.5
+    assert elapsed < 1.0
 
 
 def test_async_with_stops_the_tree(kit: Kit) -> None:
