@@ -25,6 +25,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import os
+import sys
 from collections.abc import AsyncGenerator, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
@@ -52,6 +54,14 @@ log = logging.getLogger("kandev_lsp.session")
 
 _CONFIGURATION = b"workspace/configuration"
 _INITIALIZE = b"initialize"  # also matches "initialized"
+#: Bodies smaller than this are joined to their header and written at once.
+_JOIN_BELOW = 64 * 1024
+#: Only bodies up to this size are searched for ``initialize``/``workspace/configuration``: those messages
+#: are small, and large ones (file contents, big results) then cost no scan at all. A configuration request
+#: larger than this (thousands of items) would reach the client unanswered, which answers it instead.
+_INSPECT_LIMIT = 256 * 1024
+#: Pipe capacity asked for on Linux: a 1 MiB message then crosses in one write instead of sixteen.
+_PIPE_SIZE = 1024 * 1024
 
 
 @dataclass(frozen=True, slots=True)
@@ -161,6 +171,33 @@ async def read_frames(
             return
 
 
+def _enlarge_pipes(process: ServerProcess) -> None:
+    """Ask Linux for 1 MiB pipes (F_SETPIPE_SZ) to and from the server: a large message then crosses in
+    one write instead of sixteen, which doubles the bridge's throughput for 1 MiB messages.
+
+    Best effort: other systems, or a lowered ``fs.pipe-max-size``, keep the default size, which only
+    costs speed. The stdout pipe is reached through the child's end in ``/proc``, since asyncio does not
+    expose the read end it holds.
+    """
+    if not sys.platform.startswith("linux"):
+        return
+    import fcntl
+
+    set_size = getattr(fcntl, "F_SETPIPE_SZ", 1031)
+    if process.stdin is not None:
+        pipe = process.stdin.transport.get_extra_info("pipe")
+        if pipe is not None:
+            with contextlib.suppress(OSError, ValueError):
+                fcntl.fcntl(pipe.fileno(), set_size, _PIPE_SIZE)
+    if process.stdout is not None:
+        with contextlib.suppress(OSError):
+            fd = os.open(f"/proc/{process.pid}/fd/1", os.O_WRONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+            try:
+                fcntl.fcntl(fd, set_size, _PIPE_SIZE)
+            finally:
+                os.close(fd)
+
+
 class ServerSession:
     """A language server started for one task, spoken to in message bodies.
 
@@ -233,6 +270,7 @@ class ServerSession:
             supervisor=supervisor,
             on_output=stderr,
         )
+        _enlarge_pipes(process)
         session = cls(process, language=language, plugins=plugins, settings=settings, limits=limits)
         session.watch_settings()
         return session
@@ -286,10 +324,13 @@ class ServerSession:
         :raises ServerGone: the server's stdin is closed.
         :raises kandev_lsp.protocol.FrameTooLargeToSend: the body is over the frame limit.
         """
-        if self._inspect_client and _INITIALIZE in body:
+        if self._inspect_client and len(body) <= _INSPECT_LIMIT and _INITIALIZE in body:
             body = self._inspect_client_message(body)
         self._write(body)
         try:
+            if not self._stdin.transport.get_write_buffer_size():
+                await self._stdin.drain()  # the pipe took it all: drain cannot wait (no timer needed)
+                return
             async with asyncio.timeout(self.limits.stdin_write_timeout):
                 await self._stdin.drain()
         except TimeoutError:
@@ -305,8 +346,11 @@ class ServerSession:
         if self._stdin.is_closing():
             raise ServerGone(f"{self.name} has no open input")
         header = encode_header(len(body), self.limits.frame)
-        self._stdin.write(header)
-        self._stdin.write(body)
+        if len(body) < _JOIN_BELOW:
+            self._stdin.write(header + body)  # one system call
+        else:
+            self._stdin.write(header)  # no copy of a large body
+            self._stdin.write(body)
 
     def _inspect_client_message(self, body: bytes) -> bytes:
         try:
@@ -360,7 +404,11 @@ class ServerSession:
                 async for body in frames:
                     if self._initialize_id is not None:
                         self._note_initialize_result(body)
-                    if _CONFIGURATION in body and self._answer_configuration(body):
+                    if (
+                        len(body) <= _INSPECT_LIMIT
+                        and _CONFIGURATION in body
+                        and self._answer_configuration(body)
+                    ):
                         continue
                     yield body
         finally:

@@ -2,13 +2,15 @@
 
 The bridge is transport-neutral: a :class:`ClientChannel` hands it the client's message bodies and
 sends the server's. The WebSocket stream and the stdio ``run`` command each provide a channel and map
-the :class:`BridgeEnd` to a close code or an exit status. Three tasks run side by side:
+the :class:`BridgeEnd` to a close code or an exit status. Four tasks run side by side:
 
-* server -> client: every message the session yields is sent with a ``client_write_timeout`` deadline,
-  so a client that stops reading never wedges the server's stdout reader for longer than that;
+* server -> client: every message the session yields is sent to the client; a write that waits longer
+  than ``client_write_timeout`` ends the bridge (a watch task checks it), so a client that stops reading
+  never wedges the server's stdout reader for longer than that;
 * client -> server: every client message goes to :meth:`ServerSession.send` (stdin cut-off included);
 * exit watch: when the server process exits, its remaining output is forwarded for up to
-  ``exit_drain_timeout``, then the bridge ends even if a grandchild still holds the pipe open.
+  ``exit_drain_timeout``, then the bridge ends even if a grandchild still holds the pipe open;
+* write watch: the client write deadline above.
 
 The first task to finish decides the outcome; the others are cancelled. The session is not closed
 here: the caller does that (it may want the outcome first, e.g. to pick a close code).
@@ -61,6 +63,9 @@ class BridgeEnd(StrEnum):
     SERVER_STALLED = "server_stdin_stalled"
 
 
+_Outcome = tuple[BridgeEnd, str]
+
+
 @dataclass(frozen=True, slots=True)
 class BridgeResult:
     """How a bridge ended: the outcome, a one-line detail for logs, and message counts."""
@@ -71,31 +76,31 @@ class BridgeResult:
     to_client: int = 0
 
 
-class _Counts:
-    __slots__ = ("to_client", "to_server")
+class _Progress:
+    """Message counts, and since when a write to the client has been waiting (None: no write pending).
+
+    A per-message ``asyncio.timeout`` costs a timer-heap insertion and removal for every message; the
+    write deadline is instead checked by :func:`_write_watch`, which wakes a few times per deadline.
+    """
+
+    __slots__ = ("sending_since", "to_client", "to_server")
 
     def __init__(self) -> None:
         self.to_server = 0
         self.to_client = 0
+        self.sending_since: float | None = None
 
 
-async def _server_to_client(
-    session: ServerSession, client: ClientChannel, counts: _Counts
-) -> tuple[BridgeEnd, str]:
-    deadline = session.limits.client_write_timeout
+async def _server_to_client(session: ServerSession, client: ClientChannel, progress: _Progress) -> _Outcome:
+    clock = asyncio.get_running_loop().time
     messages = session.messages()
     try:
         async with contextlib.aclosing(messages):
             async for body in messages:
-                try:
-                    async with asyncio.timeout(deadline):
-                        await client.send(body)
-                except TimeoutError:
-                    return (
-                        BridgeEnd.CLIENT_STALLED,
-                        f"a write to the client missed its {deadline:g} s deadline",
-                    )
-                counts.to_client += 1
+                progress.sending_since = clock()
+                await client.send(body)
+                progress.sending_since = None
+                progress.to_client += 1
     except ClientGone:
         return BridgeEnd.CLIENT_CLOSED, "the client disconnected"
     except FrameTooLarge as exc:
@@ -105,15 +110,24 @@ async def _server_to_client(
     return BridgeEnd.SERVER_EXITED, "the server closed its output"
 
 
-async def _client_to_server(
-    session: ServerSession, client: ClientChannel, counts: _Counts
-) -> tuple[BridgeEnd, str]:
+async def _write_watch(deadline: float, progress: _Progress) -> _Outcome:
+    """End the bridge when a write to the client has waited longer than ``deadline`` seconds."""
+    clock = asyncio.get_running_loop().time
+    interval = deadline / 5
+    while True:
+        await asyncio.sleep(interval)
+        since = progress.sending_since
+        if since is not None and clock() - since >= deadline:
+            return BridgeEnd.CLIENT_STALLED, f"a write to the client missed its {deadline:g} s deadline"
+
+
+async def _client_to_server(session: ServerSession, client: ClientChannel, progress: _Progress) -> _Outcome:
     messages = client.messages()
     try:
         async with contextlib.aclosing(messages):
             async for body in messages:
                 await session.send(body)
-                counts.to_server += 1
+                progress.to_server += 1
     except FrameTooLarge as exc:
         return BridgeEnd.CLIENT_TOO_LARGE, _first_line(exc)
     except ProtocolError as exc:
@@ -125,9 +139,7 @@ async def _client_to_server(
     return BridgeEnd.CLIENT_CLOSED, "the client closed the connection"
 
 
-async def _exit_watch(
-    session: ServerSession, output: asyncio.Task[tuple[BridgeEnd, str]]
-) -> tuple[BridgeEnd, str]:
+async def _exit_watch(session: ServerSession, output: asyncio.Task[_Outcome]) -> _Outcome:
     status = await session.wait()
     # Let the server's last messages through (a final response, a log message) before ending.
     done, _ = await asyncio.wait({output}, timeout=session.limits.exit_drain_timeout)
@@ -146,12 +158,13 @@ async def bridge(session: ServerSession, client: ClientChannel) -> BridgeResult:
 
     The session stays open; close it with :meth:`ServerSession.aclose`.
     """
-    counts = _Counts()
-    output = asyncio.ensure_future(_server_to_client(session, client, counts))
+    progress = _Progress()
+    output = asyncio.ensure_future(_server_to_client(session, client, progress))
     tasks = {
         output,
-        asyncio.ensure_future(_client_to_server(session, client, counts)),
+        asyncio.ensure_future(_client_to_server(session, client, progress)),
         asyncio.ensure_future(_exit_watch(session, output)),
+        asyncio.ensure_future(_write_watch(session.limits.client_write_timeout, progress)),
     }
     try:
         done, _ = await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
@@ -163,4 +176,4 @@ async def bridge(session: ServerSession, client: ClientChannel) -> BridgeResult:
         for task in tasks:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
-    return BridgeResult(end, detail, counts.to_server, counts.to_client)
+    return BridgeResult(end, detail, progress.to_server, progress.to_client)

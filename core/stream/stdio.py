@@ -38,8 +38,12 @@ class StdioChannel:
     async def send(self, body: bytes) -> None:
         if self._writer.is_closing():
             raise ClientGone
-        self._writer.write(encode_header(len(body), self._limits.frame))
-        self._writer.write(body)
+        header = encode_header(len(body), self._limits.frame)
+        if len(body) < 64 * 1024:
+            self._writer.write(header + body)
+        else:
+            self._writer.write(header)
+            self._writer.write(body)
         try:
             await self._writer.drain()
         except (ConnectionError, RuntimeError):

@@ -62,9 +62,9 @@ def test_server_that_never_reads_stdin_is_cut_off(kit: StreamKit) -> None:
     async def scenario() -> None:
         async with kit.serve(limits=limits) as server, kit.connect(server, "fake-mute") as ws:
             await _ready(ws)
-            chunk = json.dumps({"jsonrpc": "2.0", "method": "fill", "params": "x" * 60000})
+            chunk = json.dumps({"jsonrpc": "2.0", "method": "fill", "params": "x" * 200_000})
             started = time.monotonic()
-            for _ in range(8):  # far more than a pipe buffer holds
+            for _ in range(12):  # more than a pipe holds, even an enlarged 1 MiB one
                 await ws.send(chunk)
             assert await _close_code(ws) == 4006
             assert time.monotonic() - started < 6
@@ -236,3 +236,23 @@ def _fds() -> int:
     import os
 
     return len(os.listdir("/proc/self/fd"))
+
+
+def test_server_pipes_are_enlarged_to_one_mebibyte(kit: StreamKit) -> None:
+    import fcntl
+    import os
+
+    get_size = getattr(fcntl, "F_GETPIPE_SZ", 1032)
+
+    async def scenario() -> None:
+        async with kit.serve() as server, kit.connect(server, "fake-echo") as ws:
+            await _ready(ws)
+            [pid] = tagged_alive(kit.tag)
+            for fd in (0, 1):
+                handle = os.open(f"/proc/{pid}/fd/{fd}", (os.O_WRONLY if fd else os.O_RDONLY) | os.O_NONBLOCK)
+                try:
+                    assert fcntl.fcntl(handle, get_size) == 1024 * 1024
+                finally:
+                    os.close(handle)
+
+    asyncio.run(scenario())
