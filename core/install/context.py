@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 from collections.abc import Awaitable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -25,18 +26,25 @@ if TYPE_CHECKING:
     from kandev_lsp.cancel import CancelToken
     from kandev_lsp.process import ProcessSupervisor, RunResult
 
+log = logging.getLogger("kandev_lsp.install")
+
 T = TypeVar("T")
 S = TypeVar("S")
 
 
 @dataclass(frozen=True, slots=True)
 class InstallContext:
-    """One install in progress: the plan, the task, and the staging folder it fills."""
+    """One install in progress: the plan, the task, and the staging folder it fills.
+
+    ``scratch`` is an empty folder outside ``staging``: the working directory of side commands (tool
+    versions) and of the verification run, so that nothing reads files the installer is still writing.
+    """
 
     spec: LanguageSpec
     plan: InstallPlan
     task: Task
     staging: Path
+    scratch: Path
     fanout: ProgressFanout
     cancel: CancelToken | None = None
     supervisor: ProcessSupervisor | None = None
@@ -118,15 +126,19 @@ async def tool_output(ctx: InstallContext, argv: Sequence[str], *, timeout: floa
         result = await run(
             list(argv),
             env=ctx.task.env,
-            cwd=str(ctx.staging),
+            cwd=str(ctx.scratch),
             timeout=timeout,
             cancel=ctx.cancel,
             supervisor=ctx.supervisor,
             output_limit=64 * 1024,
         )
-    except (ProcessStartError, ProcessTimeout):
+    except (ProcessStartError, ProcessTimeout) as exc:
+        log.debug("%s could not tell: %s", " ".join(argv), exc)
         return None
-    return result.output.strip() if result.returncode == 0 else None
+    if result.returncode != 0:
+        log.debug("%s failed (%d): %s", " ".join(argv), result.returncode, result.output[-500:])
+        return None
+    return result.output.strip()
 
 
 async def alongside(main: Awaitable[T], side: Awaitable[S]) -> tuple[T, S]:

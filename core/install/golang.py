@@ -43,10 +43,12 @@ def proxy_source(goproxy: str) -> str:
 
 
 async def _facts(ctx: InstallContext) -> tuple[dict[str, str], str]:
-    text = await tool_output(ctx, ["go", "env", "-json", "GOVERSION", "GOPROXY"])
+    text = await tool_output(ctx, ["go", "env", "-json", "GOVERSION", "GOPROXY"]) or ""
     values: dict[str, str] = {}
-    with contextlib.suppress(ValueError, TypeError, AttributeError):
-        values = {key: str(value) for key, value in json.loads(text or "").items()}
+    with contextlib.suppress(ValueError, TypeError, AttributeError):  # warnings may surround the JSON
+        values = {
+            key: str(value) for key, value in json.loads(text[text.find("{") : text.rfind("}") + 1]).items()
+        }
     toolchain = {"go": values["GOVERSION"]} if values.get("GOVERSION") else {}
     source = proxy_source(values["GOPROXY"]) if values.get("GOPROXY") else "Go module proxy (as configured)"
     return toolchain, source

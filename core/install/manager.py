@@ -282,7 +282,14 @@ class InstallManager:
         scratch = cache.new_staging(suffix=".cwd")
         try:
             ctx = InstallContext(
-                spec, plan, task, staging, fanout, supervisor=self._supervisor, timeout=self._install_timeout
+                spec,
+                plan,
+                task,
+                staging,
+                scratch,
+                fanout,
+                supervisor=self._supervisor,
+                timeout=self._install_timeout,
             )
             staged = await self._run_installer(ctx)
             fanout.phase("verifying", f"checking that {spec.command} {plan.version} runs")

@@ -38,21 +38,31 @@ def npm_argv(recipe: NpmRecipe, prefix: str) -> list[str]:
     return ["npm", "install", "--prefix", prefix, *specs, "--no-audit", "--no-fund", "--no-update-notifier"]
 
 
-async def _facts(ctx: InstallContext) -> tuple[dict[str, str], str]:
-    versions_text, registry = await asyncio.gather(
+async def _facts(ctx: InstallContext) -> tuple[str | None, str | None]:
+    """``npm version --json`` and the configured registry (None for what npm could not tell)."""
+    versions, registry = await asyncio.gather(
         tool_output(ctx, ["npm", "version", "--json"]),
         tool_output(ctx, ["npm", "config", "get", "registry"]),
     )
-    toolchain: dict[str, str] = {}
+    return versions, registry
+
+
+def _toolchain(versions_text: str | None) -> dict[str, str]:
+    """node and npm versions from ``npm version --json`` output (stderr lines such as ``npm warn`` are
+    interleaved with it, so the JSON object is cut out first)."""
+    text = versions_text or ""
+    start, end = text.find("{"), text.rfind("}")
     with contextlib.suppress(ValueError, TypeError, AttributeError):
-        versions = json.loads(versions_text or "")
-        toolchain = {tool: str(versions[tool]) for tool in ("node", "npm") if tool in versions}
-    source = (
-        f"npm registry {public_url(registry.splitlines()[-1])}"
-        if registry
-        else "npm registry (as configured)"
-    )
-    return toolchain, source
+        versions = json.loads(text[start : end + 1])
+        return {tool: str(versions[tool]) for tool in ("node", "npm") if tool in versions}
+    return {}
+
+
+def _source(registry: str | None) -> str:
+    urls = [
+        line.strip() for line in (registry or "").splitlines() if "://" in line and " " not in line.strip()
+    ]
+    return f"npm registry {public_url(urls[-1])}" if urls else "npm registry (as configured)"
 
 
 async def install_npm(ctx: InstallContext) -> Staged:
@@ -63,7 +73,7 @@ async def install_npm(ctx: InstallContext) -> Staged:
     what = "npm install " + " ".join(package.spec for package in recipe.packages)
     ctx.fanout.phase("installing", what)
     # Tool versions and the registry are asked for while npm installs, so they cost no wall time.
-    _, (toolchain, source) = await alongside(
+    _, (versions, registry) = await alongside(
         run_tool(
             ctx,
             argv,
@@ -74,4 +84,8 @@ async def install_npm(ctx: InstallContext) -> Staged:
         _facts(ctx),
     )
     executable = find_executable(ctx, "node_modules/.bin", recipe.bin)
-    return Staged(executable, source, toolchain)
+    if not _toolchain(versions) or _source(registry) == _source(None):
+        # A brand-new HOME: npm runs started beside the install may trip over its first cache writes.
+        # Ask again, now alone; receipts should say which node and npm installed the server.
+        versions, registry = await _facts(ctx)
+    return Staged(executable, _source(registry), _toolchain(versions))

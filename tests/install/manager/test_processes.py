@@ -37,19 +37,29 @@ class Plugin:
     def kandev_lsp_languages(self):
         return [spec]
 
+def report(progress):
+    if config.get("phases"):
+        with open(config["phases"], "a") as f:
+            f.write(progress.phase + "\\n")
+
 async def main():
     async with InstallManager(make_plugin_host(Plugin(), names=["fakes"])) as manager:
         receipt = await manager.install("fakego", Task(config["workspace"], TaskEnvironment(config["env"])),
                                         version=config.get("version"),
-                                        progress=lambda p: print("phase", p.phase, flush=True))
+                                        progress=report)
     print("receipt", json.dumps(receipt.to_json()), flush=True)
 
 asyncio.run(main())
 """
 
 
-def start_child(world: Any, version: str | None = None) -> subprocess.Popen[str]:
-    config = {"workspace": str(world.workspace), "env": dict(world.env()), "version": version}
+def start_child(world: Any, version: str | None = None, phases: Path | None = None) -> subprocess.Popen[str]:
+    config = {
+        "workspace": str(world.workspace),
+        "env": dict(world.env()),
+        "version": version,
+        "phases": str(phases) if phases else None,
+    }
     return subprocess.Popen(
         [sys.executable, "-c", CHILD, json.dumps(config)],
         stdout=subprocess.PIPE,
@@ -61,11 +71,11 @@ def start_child(world: Any, version: str | None = None) -> subprocess.Popen[str]
 def test_two_processes_installing_at_once_install_once_and_both_succeed(world: Any, kit: Any) -> None:
     started, gate = world.root / "started", world.root / "gate"
     world.gated_go(started, gate)
-    children = [start_child(world), start_child(world)]
+    logs = [world.root / "phases-1", world.root / "phases-2"]
+    children = [start_child(world, phases=log) for log in logs]
     try:
         # Both are waiting for the lock (the first report comes before the lock is tried)...
-        firsts = [child.stdout.readline().strip() for child in children if child.stdout]
-        assert firsts == ["phase waiting_for_lock"] * 2
+        assert [kit.wait_for_lines(log)[0] for log in logs] == ["waiting_for_lock"] * 2
         # ...one of them got it and is inside go install, holding it...
         kit.wait_for_lines(started)
         with pytest.raises(filelock.Timeout):
@@ -78,16 +88,19 @@ def test_two_processes_installing_at_once_install_once_and_both_succeed(world: A
         for child in children:
             if child.poll() is None:
                 child.kill()
-                child.communicate()
+            leftover = child.communicate()
+            if child.returncode != 0:
+                print("child failed:", leftover)
     assert [child.returncode for child in children] == [0, 0], outputs
     receipts = [json.loads(out.split("receipt ", 1)[1]) for out, _ in outputs]
     assert receipts[0] == receipts[1]
     assert len(started.read_text().splitlines()) == 1, "exactly one go install ran"
-    phases = [
-        [line.split()[1] for line in out.splitlines() if line.startswith("phase")] for out, _ in outputs
-    ]
-    # The remaining phases: one process installed, the other found it current once it got the lock.
-    assert sorted(phases) == [["done"], ["installing", "verifying", "switching", "done"]], phases
+    phases = sorted(log.read_text().split() for log in logs)
+    # One process installed; the other found it current once it got the lock.
+    assert phases == [
+        ["waiting_for_lock", "done"],
+        ["waiting_for_lock", "installing", "verifying", "switching", "done"],
+    ], phases
     assert ServerCache(world.cache, "fakego").leftovers() == []
 
 
@@ -124,7 +137,7 @@ def test_an_install_killed_with_sigkill_leaves_the_old_version_current_and_block
     finally:
         if child.poll() is None:
             child.kill()
-            child.communicate()
+        child.communicate()
         if orphan and not kit.gone(orphan, timeout=0.0):
             os.kill(orphan, signal.SIGKILL)
             kit.gone(orphan)
