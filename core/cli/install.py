@@ -33,7 +33,6 @@ LIST_SCHEMA = "kandev-lsp/installed"
 SCHEMA_VERSION = 1
 
 
-
 def add_install_parsers(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Register ``install``, ``uninstall`` and ``list``."""
     install = subparsers.add_parser(

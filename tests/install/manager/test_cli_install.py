@@ -1,0 +1,119 @@
+"""``kandev-lsp install`` / ``uninstall`` / ``list`` as a user runs them, in a subprocess.
+
+The built-in Go plugin is installed for real with ``go install`` from a local module proxy that serves a
+small stand-in for ``golang.org/x/tools/gopls`` at the pinned version.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from kandev_lsp.install.cache import ServerCache
+from kandev_lsp_go import LANGUAGE as GO
+
+GOPLS = "golang.org/x/tools/gopls"
+
+
+def cli(*args: str, env_file: Path, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "kandev_lsp.cli", *args, "--env-file", str(env_file)],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env={**os.environ, "KANDEV_LSP_SETTINGS": str(env_file.parent / "no-settings.json")},
+    )
+
+
+@pytest.fixture
+def env_file(world: Any, kit: Any) -> Path:
+    """A task whose PATH holds only ``go`` (so no system gopls is found) and whose HOME is fresh."""
+    kit.publish_go_module(world.proxy, GOPLS, GO.install.version)
+    os.symlink(kit.REAL_GO, world.tools / "go")
+    path = world.root / "task.env"
+    path.write_text(json.dumps({**dict(world.env()), "PATH": str(world.tools)}))
+    return path
+
+
+def test_install_list_resolve_and_uninstall_from_the_command_line(world: Any, env_file: Path) -> None:
+    installed = cli("install", "go", "--json", env_file=env_file)
+    assert installed.returncode == 0, installed.stderr
+    outcome = json.loads(installed.stdout)
+    assert outcome["status"] == "installed" and outcome["language"] == "go"
+    assert outcome["receipt"]["packages"] == [f"{GOPLS}@{GO.install.version}"]
+    assert outcome["executable"].startswith(str(world.cache / "go" / "versions"))
+    # Progress went to stderr as plain lines (not a terminal).
+    assert (
+        "kandev-lsp: go: waiting for lock" in installed.stderr and "kandev-lsp: go: done" in installed.stderr
+    )
+
+    resolved = cli("resolve", "go", "--json", env_file=env_file)
+    assert resolved.returncode == 0 and json.loads(resolved.stdout)["source"] == "managed cache"
+
+    listed = json.loads(cli("list", "--json", env_file=env_file).stdout)
+    assert [(s["language"], s["matchesPin"], s["binaryPresent"]) for s in listed["servers"]] == [
+        ("go", True, True)
+    ]
+    human = cli("list", env_file=env_file)
+    assert human.returncode == 0 and human.stdout.split()[:3] == ["ok", "go", GO.install.version]
+
+    again = cli("install", "go", env_file=env_file)
+    assert again.returncode == 0 and "is installed" in again.stdout
+    assert "installing" not in again.stderr  # reused, not reinstalled
+
+    removed = cli("uninstall", "go", env_file=env_file)
+    assert removed.returncode == 0 and "removed" in removed.stdout
+    assert cli("resolve", "go", "--json", env_file=env_file).returncode == 10  # missing, installable
+    nothing = cli("uninstall", "go", "--json", env_file=env_file)
+    assert nothing.returncode == 0 and json.loads(nothing.stdout)["status"] == "not_installed"
+
+
+def test_a_failed_install_exits_1_with_the_reason(world: Any, env_file: Path) -> None:
+    failed = cli("install", "go", "--version", "v9.9.9", env_file=env_file)
+    assert failed.returncode == 1
+    assert "go install golang.org/x/tools/gopls@v9.9.9 failed" in failed.stderr
+    as_json = cli("install", "go", "--version", "v9.9.9", "--json", env_file=env_file)
+    assert as_json.returncode == 1 and json.loads(as_json.stdout)["status"] == "failed"
+
+
+def test_manual_languages_exit_1_and_unknown_languages_exit_2(world: Any, env_file: Path) -> None:
+    kotlin = cli("install", "kotlin", "--json", env_file=env_file)
+    assert kotlin.returncode == 1 and json.loads(kotlin.stdout)["status"] == "no_installer"
+    unknown = cli("install", "cobol", env_file=env_file)
+    assert unknown.returncode == 2 and "unknown language 'cobol'" in unknown.stderr
+
+
+def test_ctrl_c_cancels_exits_130_and_leaves_nothing_running(world: Any, kit: Any, env_file: Path) -> None:
+    started = world.root / "started"
+    (world.tools / "go").unlink()
+    world.hanging_go(started)
+    data = json.loads(env_file.read_text())
+    data["PATH"] = f"{world.tools}:/usr/bin:/bin"  # the fake go is a shell script
+    env_file.write_text(json.dumps(data))
+    process = subprocess.Popen(
+        [sys.executable, "-m", "kandev_lsp.cli", "install", "go", "--env-file", str(env_file)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "KANDEV_LSP_SETTINGS": str(world.root / "no-settings.json")},
+    )
+    try:
+        [pid] = kit.wait_for_lines(started)
+        time.sleep(0.1)
+        process.send_signal(signal.SIGINT)
+        _, err = process.communicate(timeout=30)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.communicate()
+    assert process.returncode == 130, err
+    assert kit.gone(int(pid), timeout=0.0), "the go install outlived the CLI"
+    cache = ServerCache(world.cache, "go")
+    assert cache.leftovers() == [] and cache.current_name() is None
