@@ -270,9 +270,13 @@ class ServerSession:
             supervisor=supervisor,
             on_output=stderr,
         )
-        _enlarge_pipes(process)
-        session = cls(process, language=language, plugins=plugins, settings=settings, limits=limits)
-        session.watch_settings()
+        try:
+            _enlarge_pipes(process)
+            session = cls(process, language=language, plugins=plugins, settings=settings, limits=limits)
+            session.watch_settings()
+        except BaseException:
+            await process.stop(limits.stop_grace)
+            raise
         return session
 
     # Settings -----------------------------------------------------------------------------------------

@@ -92,8 +92,13 @@ class StreamConnection:
 
     async def run(self) -> None:
         self._log("connection_open", auto_install=int(self.request.auto_install))
-        with contextlib.suppress(_Closed):
+        try:
             await self._walk()
+        except _Closed:
+            pass
+        except Exception:  # a bug: log it in our format; websockets then closes with 1011
+            log.exception("event=connection_crashed conn=%s language=%s", self.name, self.language)
+            raise
 
     async def _close(self, code: CloseCode, detail: str = "", level: int = logging.INFO) -> _Closed:
         self._log("connection_close", level, code=int(code), reason=CLOSE_REASONS[code], detail=detail)
@@ -106,10 +111,12 @@ class StreamConnection:
         try:
             async with asyncio.timeout(self.ctx.limits.client_write_timeout):
                 await self.ws.send(frame)
-        except (ConnectionClosed, TimeoutError) as exc:
-            self._log(
-                "connection_close", reason="client gone before a status frame", detail=type(exc).__name__
-            )
+        except TimeoutError:
+            raise await self._close(
+                CloseCode.CLIENT_STALLED, "a status frame missed its write deadline"
+            ) from None
+        except ConnectionClosed:
+            self._log("connection_close", reason="client gone before a status frame")
             raise _Closed() from None
 
     async def _resolve(self) -> Resolution:

@@ -129,3 +129,22 @@ def test_message_sent_right_after_installed_is_delivered(kit: StreamKit) -> None
             assert got == [1, 2]
 
     asyncio.run(scenario())
+
+
+def test_serve_shutdown_during_an_install_closes_1001_and_cancels_it(kit: StreamKit) -> None:
+    async def scenario() -> None:
+        serving = kit.serve()
+        server = await serving.__aenter__()
+        ws = await kit.connect(server, "fake-slow", auto_install=True).__aenter__()
+        assert (await _status(ws))["status"] == "installing"
+        assert kit.release is not None
+        async with asyncio.timeout(10):
+            while "/1.0.0/slow-ls" not in kit.release.requests:
+                await asyncio.sleep(0.02)
+        await serving.__aexit__(None, None, None)
+        assert await _close_code(ws) == 1001
+        assert _leftovers(kit.home, "fake-slow") == []
+        assert not tagged_alive(kit.tag)
+        await ws.close()
+
+    asyncio.run(scenario())
