@@ -336,7 +336,8 @@ def main() -> int:
         floor = row["websocket_floor"]
         print(
             f"{label}: plain websockets echo between two processes (the floor of any WebSocket hop): "
-            f"p50 {floor['p50'] * 1000:.3f} ms, {floor['rate'] / MIB:.1f} MiB/s"
+            f"p50 {floor['p50'] * 1000:.3f} ms, {floor['rate'] / MIB:.1f} MiB/s; the bridge (with its extra "
+            f"pipe hop to the server) adds {(bridge['p50'] - floor['p50']) * 1000:+.3f} ms to it"
         )
     rss = report["rss"]
     print(

@@ -13,7 +13,6 @@ After the upgrade, each connection runs :class:`~kandev_lsp.stream.connection.St
 
 from __future__ import annotations
 
-import asyncio
 import itertools
 import json
 import logging
@@ -186,8 +185,3 @@ def _peer(connection: ServerConnection) -> str:
     except Exception:  # the transport may already be gone
         return "-"
     return str(address[0]) if isinstance(address, tuple) and address else "-"
-
-
-async def wait_forever() -> None:
-    """Sleep until cancelled (``serve`` runs this until a signal arrives)."""
-    await asyncio.Event().wait()
