@@ -94,13 +94,16 @@ def _report_progress(report: InstallProgress) -> None:
     print(f"kandev-lsp: {report.language}: {text}", file=sys.stderr, flush=True)
 
 
-async def install_then_resolve(plugins: PluginHost, task: Task, language: str) -> Resolution | int:
+async def install_then_resolve(
+    plugins: PluginHost, task: Task, language: str, settings: SettingsFile | None = None
+) -> Resolution | int:
     """Install the server (progress on stderr) and resolve again; an exit status when that fails."""
     from kandev_lsp.install import InstallError, InstallManager, NoInstallerError
     from kandev_lsp.resolver import Resolver
 
+    mirrors = settings.current()[0].release_base_urls if settings is not None else None
     try:
-        async with InstallManager(plugins) as installer:
+        async with InstallManager(plugins, release_base_urls=mirrors) as installer:
             await installer.install(language, task, progress=_report_progress)
     except NoInstallerError as exc:
         print(f"kandev-lsp: {exc}", file=sys.stderr)
@@ -172,7 +175,7 @@ async def _run_stdio(
     from kandev_lsp.stream.stdio import open_stdio
 
     if not resolution.found:
-        installed = await install_then_resolve(plugins, task, resolution.language)
+        installed = await install_then_resolve(plugins, task, resolution.language, settings)
         if isinstance(installed, int):
             return installed
         resolution = installed

@@ -259,3 +259,45 @@ def test_run_rejects_malformed_editor_input_with_22(kit: StreamKit, real_servers
         assert not tagged_alive(kit.tag)
 
     asyncio.run(scenario())
+
+
+def test_run_install_installs_with_progress_on_stderr_then_serves(
+    kit: StreamKit, real_servers: RealServers
+) -> None:
+    async def scenario() -> None:
+        overrides = {**real_servers.overrides(), "HOME": str(kit.home), "KANDEV_TEST_TAG": kit.tag}
+        process = await asyncio.create_subprocess_exec(
+            sys.executable,
+            "-m",
+            "kandev_lsp.cli",
+            "run",
+            "python",
+            "--install",
+            "--workspace",
+            str(kit.workspace),
+            "--settings",
+            str(kit.settings_path),
+            *[f"--env={key}={value}" for key, value in overrides.items()],
+            stdin=asyncio.subprocess.PIPE,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+        )
+        peer = LspPeer.over_stdio(process)
+        # Sent at once, while the install runs: kept in the pipe and answered once the server is up.
+        answer = await peer.request(
+            "initialize",
+            {"processId": None, "rootUri": kit.workspace.as_uri(), "capabilities": {}},
+            timeout=120,
+        )
+        assert answer["result"]["capabilities"]["hoverProvider"]
+        assert process.stdin is not None and process.stderr is not None
+        process.stdin.close()
+        async with asyncio.timeout(20):
+            await process.wait()
+        progress = (await process.stderr.read()).decode()
+        assert "kandev-lsp: python: waiting for the install lock" in progress
+        assert "installed" in progress
+        assert (kit.home / ".kandev" / "lsp-servers" / "python" / "current").exists()
+        assert not tagged_alive(kit.tag)
+
+    asyncio.run(scenario())
