@@ -29,6 +29,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from kandev_lsp.install.errors import InstallError
 from kandev_lsp.install.receipts import InstallReceipt, read_receipt
 
 LOCK_NAME = ".lock"
@@ -142,7 +143,16 @@ class ServerCache:
     def switch(self, name: str) -> None:
         """Point ``current`` at ``versions/<name>`` atomically: a new symlink renamed over the old one."""
         link = self.folder / f"{LINK_PREFIX}{uuid.uuid4().hex[:12]}"
-        os.symlink(os.path.join(VERSIONS_NAME, name), link, target_is_directory=True)
+        try:
+            os.symlink(os.path.join(VERSIONS_NAME, name), link, target_is_directory=True)
+        except OSError as exc:
+            if sys.platform != "win32":
+                raise
+            raise InstallError(
+                self.language,
+                f"cannot create the symbolic link {self.current} ({exc.strerror or exc}): Windows allows it "
+                "with Developer Mode on or the 'Create symbolic links' privilege. Enable one, then install again.",
+            ) from exc
         try:
             os.replace(link, self.current)
         except BaseException:

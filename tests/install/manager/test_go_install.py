@@ -193,3 +193,28 @@ def test_a_closed_manager_refuses_new_installs(world: Any, kit: Any) -> None:
     asyncio.run(manager.aclose())
     with pytest.raises(InstallError, match="closed"):
         asyncio.run(manager.install("fakego", world.task()))
+
+
+def test_a_cache_that_cannot_be_written_is_an_install_error_saying_where(world: Any, kit: Any) -> None:
+    (world.home / ".kandev").write_text("a file where the cache folder should be")
+    with pytest.raises(InstallError, match=r"cannot write the managed cache at .*fakego.*HOME is writable"):
+        install(world, kit.plugin_host(kit.go_spec()))
+
+
+def test_a_plugin_can_refuse_installing_on_this_host(world: Any, kit: Any) -> None:
+    from kandev_lsp import hookimpl
+    from kandev_lsp.install import NoInstallerError
+    from kandev_lsp.testing import make_plugin_host
+
+    class Gate:
+        @hookimpl
+        def kandev_lsp_languages(self) -> list[Any]:
+            return [kit.go_spec()]
+
+        @hookimpl
+        def kandev_lsp_installer_available(self, language: Any, host: Any) -> bool:
+            return False
+
+    with pytest.raises(NoInstallerError, match="a plugin said so"):
+        install(world, make_plugin_host(Gate(), names=["gate"]))
+    assert not (world.cache / "fakego").exists()
