@@ -171,6 +171,8 @@ class InstallManager:
             progress(InstallProgress(spec.id, "waiting_for_lock", message="waiting for the install lock"))
         key = (os.path.normcase(os.path.abspath(root)), spec.id)
         while True:
+            if self._closed:  # closed while this caller waited for another install
+                raise InstallCancelled(spec.id)
             shared = self._running.get(key)
             if shared is None or (shared.task is not None and shared.task.done()):
                 shared = self._start(key, spec, plan, task)
