@@ -1,5 +1,8 @@
 """``kandev-lsp install LANG``, ``uninstall LANG`` and ``list``: the managed cache from the command line.
 
+Imported by every ``kandev-lsp`` run to register the subcommands, so the module itself stays light:
+asyncio and the installers are imported inside the handlers.
+
 Exit codes: 0 done (or already installed / nothing to remove), 1 the install failed or nothing can
 install the language here, 2 usage (unknown language, bad flags), 130 cancelled with Ctrl-C. With
 ``--json`` the result is printed as one JSON object on stdout in every case; progress goes to stderr (a
@@ -9,7 +12,6 @@ bar on a terminal, one line per phase otherwise).
 from __future__ import annotations
 
 import argparse
-import asyncio
 import sys
 import time
 from typing import TYPE_CHECKING, Any, TextIO
@@ -141,6 +143,8 @@ def _bar(done: int, total: int | None, width: int) -> str:
 
 # Handlers -------------------------------------------------------------------------------------------
 def run_install(args: argparse.Namespace) -> int:
+    import asyncio
+
     from kandev_lsp.install import InstallCancelled, InstallError, NoInstallerError
     from kandev_lsp.settings import load_settings
 
@@ -194,6 +198,8 @@ async def _install(
 
 
 def run_uninstall(args: argparse.Namespace) -> int:
+    import asyncio
+
     from kandev_lsp.install import InstallManager
 
     plugins = load_plugins()
