@@ -218,3 +218,11 @@ def test_a_plugin_can_refuse_installing_on_this_host(world: Any, kit: Any) -> No
     with pytest.raises(NoInstallerError, match="a plugin said so"):
         install(world, make_plugin_host(Gate(), names=["gate"]))
     assert not (world.cache / "fakego").exists()
+
+
+def test_a_relative_home_disables_the_cache_and_installs_nothing(world: Any, kit: Any) -> None:
+    from kandev_lsp.install import NoInstallerError
+
+    with pytest.raises(NoInstallerError, match="HOME is not an absolute path"):
+        install(world, kit.plugin_host(kit.go_spec()), HOME="relative/home")
+    assert not (world.workspace / "relative").exists()
