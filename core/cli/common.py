@@ -14,8 +14,8 @@ from kandev_lsp.platform import HostPlatform
 from kandev_lsp.taskenv import Task, TaskEnvironment, load_env_file
 
 
-def add_task_arguments(parser: argparse.ArgumentParser) -> None:
-    """``--workspace``, ``--env-file``, ``--env KEY=VALUE`` and ``--platform``."""
+def add_task_arguments(parser: argparse.ArgumentParser, *, simulated_platform: bool = True) -> None:
+    """``--workspace``, ``--env-file``, ``--env KEY=VALUE`` and (for explaining) ``--platform``."""
     group = parser.add_argument_group("task")
     group.add_argument(
         "--workspace", metavar="DIR", help="the task's workspace folder (default: current folder)"
@@ -32,10 +32,21 @@ def add_task_arguments(parser: argparse.ArgumentParser) -> None:
         default=[],
         help="one task environment override (repeatable; KEY= with no value unsets KEY); applied after --env-file",
     )
-    group.add_argument(
-        "--platform",
-        metavar="OS-ARCH",
-        help="resolve as if on another host, e.g. windows-x86_64 or darwin-aarch64 (for explaining rules)",
+    if simulated_platform:
+        group.add_argument(
+            "--platform",
+            metavar="OS-ARCH",
+            help="resolve as if on another host, e.g. windows-x86_64 or darwin-aarch64 (for explaining rules)",
+        )
+
+
+def add_settings_argument(parser: argparse.ArgumentParser, *, live: bool = False) -> None:
+    """``--settings FILE``; ``live`` says the file is re-read while servers run."""
+    parser.add_argument(
+        "--settings",
+        metavar="FILE",
+        help="the settings file (default: $KANDEV_LSP_SETTINGS or the per-user config folder)"
+        + ("; re-read live" if live else ""),
     )
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from kandev_lsp.cli.common import load_plugins, print_json
+from kandev_lsp.cli.common import add_settings_argument, load_plugins, print_json
 
 
 def add_info_parsers(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -29,7 +29,7 @@ def add_info_parsers(subparsers: argparse._SubParsersAction[argparse.ArgumentPar
     config.add_argument(
         "--section", help="answer this workspace/configuration section (e.g. go.ui.semanticTokens)"
     )
-    config.add_argument("--settings", metavar="FILE", help="settings file (default: the user config folder)")
+    add_settings_argument(config)
     config.add_argument("--json", action="store_true", help="machine-readable output")
     config.set_defaults(handler=run_config)
 

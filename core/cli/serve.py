@@ -14,7 +14,7 @@ import sys
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from kandev_lsp.cli.common import load_plugins, task_from_args
+from kandev_lsp.cli.common import add_settings_argument, add_task_arguments, load_plugins, task_from_args
 from kandev_lsp.errors import TaskEnvironmentError
 
 if TYPE_CHECKING:
@@ -29,28 +29,9 @@ LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s %(message)s"
 
 
 def add_stream_task_arguments(parser: argparse.ArgumentParser) -> None:
-    """``--workspace``, ``--env-file``, ``--env`` and ``--settings``: the task a server runs in."""
-    group = parser.add_argument_group("task")
-    group.add_argument(
-        "--workspace", metavar="DIR", help="the task's workspace folder (default: current folder)"
-    )
-    group.add_argument(
-        "--env-file",
-        metavar="FILE",
-        help="task environment overrides (a JSON object or KEY=VALUE lines) over this process's environment",
-    )
-    group.add_argument(
-        "--env",
-        metavar="KEY=VALUE",
-        action="append",
-        default=[],
-        help="one task environment override (repeatable; KEY= unsets KEY); applied after --env-file",
-    )
-    group.add_argument(
-        "--settings",
-        metavar="FILE",
-        help="the settings file (default: $KANDEV_LSP_SETTINGS or the per-user config folder); re-read live",
-    )
+    """The task flags (no ``--platform``: a server runs on this host) and ``--settings``."""
+    add_task_arguments(parser, simulated_platform=False)
+    add_settings_argument(parser, live=True)
 
 
 def add_log_level_argument(parser: argparse.ArgumentParser, default: str) -> None:
