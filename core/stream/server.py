@@ -102,6 +102,9 @@ class StreamServer:
             self.config.port,
             process_request=self._process_request,
             max_size=self.config.limits.max_message,
+            # Client messages wait here until the server's stdin takes them. websockets' default (16)
+            # would let one client park 16 x 16 MiB; two keep the pipe busy and bound memory at 32 MiB.
+            max_queue=2,
             compression=None,  # LSP messages on a task host: latency matters more than bytes
             ping_interval=self.config.ping_interval,
             close_timeout=self.config.close_timeout,
