@@ -37,6 +37,7 @@ __all__ = [
     "make_plugin_host",
     "make_task",
     "plugin_host_factory",
+    "processes_tagged",
     "resolve_in",
     "task_factory",
 ]
@@ -85,6 +86,29 @@ def fake_executable(folder: str | os.PathLike[str], name: str, script: str = "pr
     target.write_text(f"#!{sys.executable}\n{script}", encoding="utf-8")
     target.chmod(0o755)
     return str(target)
+
+
+def processes_tagged(variable: str, value: str) -> list[int]:
+    """Live (non-zombie) processes whose environment holds ``variable=value``, read from ``/proc``.
+
+    Give the processes your test starts a unique tag in their environment; descendants inherit it, so
+    after a stop this lists whatever escaped, however it detached (new session, double fork). Linux only.
+    """
+    needle = f"{variable}={value}".encode()
+    found: list[int] = []
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{name}/environ", "rb") as handle:
+                entries = handle.read().split(b"\0")
+            with open(f"/proc/{name}/stat") as handle:
+                state = handle.read().rsplit(")", 1)[1].split()[0]
+        except OSError:
+            continue
+        if needle in entries and state != "Z":
+            found.append(int(name))
+    return found
 
 
 class TableProbe:

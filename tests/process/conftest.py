@@ -21,6 +21,7 @@ from pathlib import Path
 import psutil
 import pytest
 from kandev_lsp.taskenv import TaskEnvironment
+from kandev_lsp.testing import processes_tagged
 
 TAG_VARIABLE = "KANDEV_TEST_TAG"
 
@@ -38,22 +39,8 @@ PUBLISH = textwrap.dedent(
 
 
 def tagged_alive(tag: str) -> list[int]:
-    """Live (non-zombie) processes whose environment holds this test's tag, from /proc directly."""
-    needle = f"{TAG_VARIABLE}={tag}".encode()
-    found: list[int] = []
-    for name in os.listdir("/proc"):
-        if not name.isdigit():
-            continue
-        try:
-            with open(f"/proc/{name}/environ", "rb") as handle:
-                entries = handle.read().split(b"\0")
-            with open(f"/proc/{name}/stat") as handle:
-                state = handle.read().rsplit(")", 1)[1].split()[0]
-        except OSError:
-            continue
-        if needle in entries and state != "Z":
-            found.append(int(name))
-    return found
+    """Live (non-zombie) processes whose environment holds this test's tag."""
+    return processes_tagged(TAG_VARIABLE, tag)
 
 
 def gone(pid: int) -> bool:

@@ -35,6 +35,7 @@ from kandev_lsp.settings import SettingsFile
 from kandev_lsp.stream.auth import StreamToken
 from kandev_lsp.stream.server import StreamConfig, StreamServer
 from kandev_lsp.taskenv import Task, TaskEnvironment
+from kandev_lsp.testing import processes_tagged
 from websockets.asyncio.client import ClientConnection, connect
 
 HERE = Path(__file__).parent
@@ -45,22 +46,8 @@ FAKE_SOURCE = HERE / "fake_lsp.py"
 
 # Processes ----------------------------------------------------------------------------------------------
 def tagged_alive(tag: str) -> list[int]:
-    """Live (non-zombie) processes whose environment holds ``KANDEV_TEST_TAG=tag``, from /proc."""
-    needle = f"{TAG_VARIABLE}={tag}".encode()
-    found = []
-    for name in os.listdir("/proc"):
-        if not name.isdigit():
-            continue
-        try:
-            with open(f"/proc/{name}/environ", "rb") as handle:
-                entries = handle.read().split(b"\0")
-            with open(f"/proc/{name}/stat") as handle:
-                state = handle.read().rsplit(")", 1)[1].split()[0]
-        except OSError:
-            continue
-        if needle in entries and state != "Z":
-            found.append(int(name))
-    return found
+    """Live (non-zombie) processes whose environment holds this test's tag."""
+    return processes_tagged(TAG_VARIABLE, tag)
 
 
 def pid_alive(pid: int) -> bool:
