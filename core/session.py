@@ -429,6 +429,21 @@ class ServerSession:
         result = message.get("result")
         capabilities = result.get("capabilities") if isinstance(result, dict) else None
         self.server_capabilities = capabilities if isinstance(capabilities, dict) else {}
+        log_event(
+            log,
+            "initialized",
+            server=self.name,
+            suppress=",".join(sorted(self.suppressed_providers)) or "-",
+        )
+
+    @property
+    def suppressed_providers(self) -> frozenset[str]:
+        """The client's built-in providers this live server makes redundant (``hover``, ``completion``,
+        ...), from the plugins' suppression hook and the capabilities the server advertised. Empty until
+        the server has answered ``initialize``."""
+        if self.server_capabilities is None:
+            return frozenset()
+        return self._plugins.suppressed_providers(self.language, self.server_capabilities)
 
     def _answer_configuration(self, body: bytes) -> bool:
         try:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import os
 import sys
 from dataclasses import dataclass
@@ -138,8 +139,18 @@ async def converse(peer: LspPeer, workspace: Path, project: Project) -> None:
     await peer.notify("exit")
 
 
+#: What each real server makes redundant in an editor with built-in providers: typescript-language-server
+#: advertises completion and signature help as options objects and hover/definition/references as true;
+#: only TypeScript suppresses anything.
+SUPPRESSED = {"typescript": "completion,definition,hover,references,signatureHelp", "python": "-"}
+
+
 @pytest.mark.parametrize("language", ["python", "typescript"])
-def test_real_server_through_the_stream(kit: StreamKit, real_servers: RealServers, language: str) -> None:
+def test_real_server_through_the_stream(
+    kit: StreamKit, real_servers: RealServers, language: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.INFO, logger="kandev_lsp.session")
+
     async def scenario() -> None:
         plugins = kit.plugins(builtins=True)
         task = kit.task(**real_servers.overrides())
@@ -158,6 +169,8 @@ def test_real_server_through_the_stream(kit: StreamKit, real_servers: RealServer
         assert not tagged_alive(kit.tag)
 
     asyncio.run(scenario())
+    initialized = [r.getMessage() for r in caplog.records if r.getMessage().startswith("event=initialized")]
+    assert len(initialized) == 1 and initialized[0].endswith(f"suppress={SUPPRESSED[language]}")
 
 
 def test_auto_install_through_the_stream_then_hover(kit: StreamKit, real_servers: RealServers) -> None:
