@@ -39,7 +39,8 @@ def _spec_names() -> set[str]:
 def _whole_suite(session: pytest.Session) -> bool:
     option = session.config.option
     return (
-        not option.keyword
+        not option.collectonly
+        and not option.keyword
         and not option.markexpr
         and not session.config.args[1:]
         and (not session.config.args or session.config.args[0].rstrip("/").endswith("tests"))
