@@ -50,6 +50,12 @@ def add_install_parsers(subparsers: argparse._SubParsersAction[argparse.Argument
     install.add_argument(
         "--version", dest="server_version", metavar="V", help="install this exact version instead of the pin"
     )
+    install.add_argument(
+        "--sha256",
+        metavar="HEX",
+        help="the digest a release download must have, for a version or mirror with no pinned or published "
+        "digest (release recipes only)",
+    )
     install.add_argument("--json", action="store_true", help="print the receipt (or the error) as JSON")
     add_task_arguments(install)
     install.set_defaults(handler=run_install)
@@ -160,7 +166,9 @@ def run_install(args: argparse.Namespace) -> int:
     printer = ProgressPrinter(sys.stderr, tty=sys.stderr.isatty() and not args.json)
     outcome: dict[str, Any] = {"schema": INSTALL_SCHEMA, "version": SCHEMA_VERSION, "language": args.language}
     try:
-        receipt = asyncio.run(_install(plugins, task, args.language, args.server_version, printer, base_urls))
+        receipt = asyncio.run(
+            _install(plugins, task, args.language, args.server_version, args.sha256, printer, base_urls)
+        )
     except (KeyboardInterrupt, InstallCancelled):
         printer.finish()
         return _report(args, outcome | {"status": "cancelled", "error": "cancelled"}, EXIT_CANCELLED)
@@ -186,6 +194,7 @@ async def _install(
     task: Task,
     language: str,
     version: str | None,
+    sha256: str | None,
     printer: ProgressPrinter,
     base_urls: dict[str, str] | Any,
 ) -> InstallReceipt:
@@ -194,7 +203,7 @@ async def _install(
     # Leaving this block by Ctrl-C (the task is cancelled) stops npm/go and removes the staging folder
     # before asyncio.run returns.
     async with InstallManager(plugins, release_base_urls=base_urls) as manager:
-        return await manager.install(language, task, version=version, progress=printer)
+        return await manager.install(language, task, version=version, sha256=sha256, progress=printer)
 
 
 def run_uninstall(args: argparse.Namespace) -> int:

@@ -139,11 +139,13 @@ class InstallManager:
         task: Task,
         *,
         version: str | None = None,
+        sha256: str | None = None,
         progress: ProgressCallback | None = None,
         cancel: CancelToken | None = None,
     ) -> InstallReceipt:
         """Install the server of ``language`` for ``task`` (the plugin's pin, or ``version``) and make it
-        current; return its receipt. An install that is already current is reused.
+        current; return its receipt. An install that is already current is reused. ``sha256`` is the
+        digest a release asset must have when the plugin pins none for it (see :func:`plan_install`).
 
         ``progress`` first receives ``waiting_for_lock``, before anything waits or installs; if that call
         raises, the exception propagates and this caller installs nothing.
@@ -159,7 +161,7 @@ class InstallManager:
             raise InstallError(language, "the install manager is closed; create a new one to install")
         spec = self.plugins.language(language)
         root = task.env.cache_root()
-        plan = plan_install(spec, task.host, version=version, cache_root=root)
+        plan = plan_install(spec, task.host, version=version, sha256=sha256, cache_root=root)
         assert root is not None  # plan_install refuses a disabled cache
         if not self.plugins.installer_available(spec, task.host):
             raise NoInstallerError(

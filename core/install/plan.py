@@ -9,6 +9,7 @@ import hashlib
 import re
 from dataclasses import dataclass, replace
 
+from kandev_lsp.install.digests import normalize_sha256
 from kandev_lsp.install.errors import InstallError, NoInstallerError
 from kandev_lsp.language import GoRecipe, LanguageSpec, ManualInstall, NpmRecipe, ReleaseAsset, ReleaseRecipe
 from kandev_lsp.platform import HostPlatform
@@ -88,11 +89,18 @@ def identity_of(recipe: InstallableRecipe, asset: ReleaseAsset | None) -> str:
 
 
 def plan_install(
-    spec: LanguageSpec, host: HostPlatform, *, version: str | None = None, cache_root: str | None = ""
+    spec: LanguageSpec,
+    host: HostPlatform,
+    *,
+    version: str | None = None,
+    sha256: str | None = None,
+    cache_root: str | None = "",
 ) -> InstallPlan:
     """Decide what installing ``spec`` on ``host`` means.
 
     :param version: a version to install instead of the plugin's pin.
+    :param sha256: the digest a release asset must have, given by the user: for a version the plugin
+        pins no digest for, from a source that publishes none beside the asset.
     :param cache_root: the task's cache root; ``None`` means the cache is disabled (HOME not absolute).
     :raises NoInstallerError: manual-only language, no release asset for ``host``, or no cache.
     :raises InstallError: ``version`` is not an exact version.
@@ -123,4 +131,15 @@ def plan_install(
                 f"{spec.display_name} publishes no {spec.command} release for {host} (it has: {targets}). "
                 f"Install {spec.command} yourself and put it on the task's PATH.",
             )
+    if sha256 is not None:
+        if asset is None:
+            raise InstallError(
+                spec.id,
+                f"a SHA-256 digest only applies to release downloads; {spec.id} installs with "
+                f"{recipe.kind}, which verifies its own packages",
+            )
+        try:
+            asset = replace(asset, sha256=normalize_sha256(sha256))
+        except ValueError as exc:
+            raise InstallError(spec.id, f"cannot use the SHA-256 digest given: {exc}") from None
     return InstallPlan(spec.id, recipe, recipe.version, identity_of(recipe, asset), asset)

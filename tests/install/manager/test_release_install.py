@@ -78,6 +78,30 @@ def test_a_digest_published_beside_the_asset_is_used_when_none_is_pinned(
     assert receipt.sha256 == digest
 
 
+def test_a_digest_given_by_the_user_verifies_an_asset_nothing_else_vouches_for(
+    world: Any, kit: Any, release_server: Any
+) -> None:
+    data, digest = kit.script_asset()
+    release_server.publish("1.0.0", "fakerel.gz", data)  # no .sha256 beside it, none pinned
+    host = kit.plugin_host(kit.release_spec(release_server.url))
+    with pytest.raises(InstallError, match="digest"):
+        install(world, host)
+    with pytest.raises(InstallError, match="SHA-256"):
+        install(world, host, sha256="f" * 64)
+    assert ServerCache(world.cache, "fakerel").current_name() is None
+    receipt, _ = install(world, host, sha256=digest.upper())
+    assert receipt.sha256 == digest
+    assert Resolver(host).resolve("fakerel", world.task()).found
+
+
+def test_a_digest_given_for_an_npm_install_is_refused(world: Any, kit: Any) -> None:
+    from kandev_lsp.install import plan_install
+    from kandev_lsp_typescript import LANGUAGE
+
+    with pytest.raises(InstallError, match="only applies to release downloads"):
+        plan_install(LANGUAGE, HostPlatform("linux", "x86_64"), sha256="0" * 64)
+
+
 def test_a_digest_mismatch_installs_nothing(world: Any, kit: Any, release_server: Any) -> None:
     data, _ = kit.script_asset()
     release_server.publish("1.0.0", "fakerel.gz", data)
