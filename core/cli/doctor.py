@@ -27,6 +27,7 @@ def add_doctor_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentPa
 
 
 def run_doctor(args: argparse.Namespace) -> int:
+    from kandev_lsp.install import InstallManager
     from kandev_lsp.install.toolchains import toolchain_checks
     from kandev_lsp.probe import run_briefly
     from kandev_lsp.resolver import Resolver
@@ -34,6 +35,7 @@ def run_doctor(args: argparse.Namespace) -> int:
     plugins = load_plugins()
     task = task_from_args(args)
     resolver = Resolver(plugins)
+    managed = {server.language: server for server in InstallManager(plugins).installed(task)}
     languages: list[dict[str, Any]] = []
     healthy = True
     for spec in plugins.languages().values():
@@ -47,6 +49,16 @@ def run_doctor(args: argparse.Namespace) -> int:
         if resolution.found and resolution.executable and spec.version_args and not args.no_version:
             run = run_briefly([resolution.executable, *spec.version_args], task.env, timeout=VERSION_TIMEOUT)
             entry["serverVersion"] = run.summary if run.ok else None
+        server = managed.get(spec.id)
+        entry["managed"] = (
+            {
+                "version": server.receipt.version,
+                "matchesPin": server.matches_pin,
+                "binaryPresent": server.binary_present,
+            }
+            if server
+            else None
+        )
         if not resolution.found and not spec.experimental:
             healthy = False
         languages.append(entry)
@@ -64,9 +76,21 @@ def run_doctor(args: argparse.Namespace) -> int:
             print(f"{mark}{entry['language']:<11} {entry['executable']}{version}  [from {entry['source']}]")
         else:
             print(f"{mark}{entry['language']:<11} {entry['message']}")
+        if entry["managed"]:
+            print(
+                f"    managed install {entry['managed']['version']}: {_managed_state(entry['managed'], spec_id=entry['language'])}"
+            )
     print()
     for check in checks:
         print(check.describe())
     for problem in plugins.problems:
         print(f"!! {problem}")
     return 0 if healthy else 1
+
+
+def _managed_state(managed: dict[str, Any], *, spec_id: str) -> str:
+    if not managed["binaryPresent"]:
+        return f"its executable is gone; run `kandev-lsp install {spec_id}` again"
+    if not managed["matchesPin"]:
+        return f"differs from the plugin's pin; `kandev-lsp install {spec_id}` installs the pinned version"
+    return "matches the plugin's pin"

@@ -131,6 +131,9 @@ def plan_install(
                 f"{spec.display_name} publishes no {spec.command} release for {host} (it has: {targets}). "
                 f"Install {spec.command} yourself and put it on the task's PATH.",
             )
+    # The identity is the plugin's: a digest the user supplies verifies the same asset, it does not make
+    # another install (so `list` and `doctor` still see the plugin's pin as matched).
+    identity = identity_of(recipe, asset)
     if sha256 is not None:
         if asset is None:
             raise InstallError(
@@ -142,4 +145,4 @@ def plan_install(
             asset = replace(asset, sha256=normalize_sha256(sha256))
         except ValueError as exc:
             raise InstallError(spec.id, f"cannot use the SHA-256 digest given: {exc}") from None
-    return InstallPlan(spec.id, recipe, recipe.version, identity_of(recipe, asset), asset)
+    return InstallPlan(spec.id, recipe, recipe.version, identity, asset)

@@ -62,3 +62,15 @@ def test_rust_installs_from_a_mirror_with_a_user_digest(tmp_path: Path, release_
     assert resolved["status"] == "found" and resolved["source"] == "managed cache"
     ran = subprocess.run([resolved["executable"], "--version"], capture_output=True, text=True, check=True)
     assert ran.stdout.strip() == "rust-analyzer 0.0.0-mirror"
+
+    # doctor and list see the managed install, and the digest the user gave does not make it "off pin".
+    doctor = json.loads(cli("doctor", "--json", "--no-version", home=home, settings=settings).stdout)
+    rust = next(entry for entry in doctor["languages"] if entry["language"] == "rust")
+    assert rust["managed"] == {
+        "version": kandev_lsp_rust.RELEASE_VERSION,
+        "matchesPin": True,
+        "binaryPresent": True,
+    }
+    assert next(e for e in doctor["languages"] if e["language"] == "go")["managed"] is None
+    listed = json.loads(cli("list", "--json", home=home, settings=settings).stdout)
+    assert [(s["language"], s["matchesPin"]) for s in listed["servers"]] == [("rust", True)]
