@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from kandev_lsp.configuration import ConfigurationAnswer
 from kandev_lsp.discovery import Candidate
-from kandev_lsp.errors import KandevLspError, PluginLoadError, SettingsError, UnknownLanguageError
+from kandev_lsp.errors import KandevLspError, SettingsError, UnknownLanguageError
 from kandev_lsp.language import (
     GoRecipe,
     InstallRecipe,
@@ -36,7 +36,6 @@ __all__ = [
     "MissingReason",
     "NpmPackage",
     "NpmRecipe",
-    "PluginLoadError",
     "ReleaseAsset",
     "ReleaseRecipe",
     "Resolution",

@@ -23,15 +23,6 @@ class UnknownLanguageError(KandevLspError):
         )
 
 
-class PluginLoadError(KandevLspError):
-    """A plugin could not be imported, registered, or declared an invalid language."""
-
-    def __init__(self, plugin: str, reason: str) -> None:
-        self.plugin = plugin
-        self.reason = reason
-        super().__init__(f"plugin {plugin!r} was not loaded: {reason}")
-
-
 class SettingsError(KandevLspError):
     """The user's settings file or a value in it is invalid."""
 

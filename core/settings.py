@@ -15,11 +15,14 @@ import json
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kandev_lsp.configuration import configuration_items, merge_settings
 from kandev_lsp.errors import SettingsError
 from kandev_lsp.language import LanguageSpec
+
+if TYPE_CHECKING:
+    from kandev_lsp.host import PluginHost
 
 SETTINGS_ENV = "KANDEV_LSP_SETTINGS"
 STATUS_LOCATIONS = ("toolbar", "status_bar")
@@ -207,7 +210,7 @@ def language_settings(defaults: Mapping[str, Any], user: UserSettings, language:
 class ConfigurationAnswerer:
     """Answers ``workspace/configuration`` for one server, with its language's current settings."""
 
-    def __init__(self, plugins: Any, language: LanguageSpec) -> None:
+    def __init__(self, plugins: PluginHost, language: LanguageSpec) -> None:
         self._plugins = plugins
         self._language = language
 
