@@ -5,6 +5,10 @@ same :meth:`PluginHost.register`. A plugin that fails to import, implements an u
 bad or duplicate language, or raises inside a hook is recorded as a :class:`PluginProblem` under its name
 and skipped; the other languages keep working.
 
+Built-in plugins (the entry points of the kandev-lsp distribution itself) are loaded first, so a built-in
+keeps its language ids whatever a third-party entry point is called: a later duplicate is the one skipped.
+Two languages that claim the same LSP ``languageId`` both load, with a warning in :attr:`PluginHost.warnings`.
+
 Environment switches (read from the agent's environment when the host is created):
 
 * ``KANDEV_LSP_DISABLE_PLUGINS=name,name``: do not load these plugins (by entry-point name).
@@ -33,6 +37,7 @@ from kandev_lsp.platform import HostPlatform
 from kandev_lsp.taskenv import Task
 
 DISABLE_ENV = "KANDEV_LSP_DISABLE_PLUGINS"
+BUILTIN_DISTRIBUTION = "kandev-lsp"
 TRACE_ENV = "KANDEV_LSP_TRACE_HOOKS"
 CORE_PLUGIN = "kandev_lsp.defaults"
 
@@ -71,6 +76,17 @@ class _Loaded:
     languages: list[LanguageSpec] = field(default_factory=list)
 
 
+def is_builtin(point: metadata.EntryPoint) -> bool:
+    """Whether ``point`` is one of kandev-lsp's own plugins (declared by the kandev-lsp distribution).
+
+    Decided by the distribution, never by the entry point's or the module's name, which anyone can choose.
+    """
+    if point.dist is None:
+        return False
+    name: str = point.dist.name
+    return name.lower().replace("_", "-").replace(".", "-") == BUILTIN_DISTRIBUTION
+
+
 def _describe(exc: BaseException) -> str:
     """One line: the exception's type and message (multi-line messages joined, so nothing is lost)."""
     text = " / ".join(line.strip() for line in str(exc).splitlines() if line.strip())
@@ -90,7 +106,9 @@ class PluginHost:
         self._loaded: dict[str, _Loaded] = {}
         self._languages: dict[str, LanguageSpec] = {}
         self._owner: dict[str, str] = {}
+        self._lsp_ids: dict[str, str] = {}  # LSP languageId -> the language that claimed it first
         self.problems: list[PluginProblem] = []
+        self.warnings: list[str] = []
         self.disabled: list[str] = []
         if trace and not trace_log.handlers:
             handler = logging.StreamHandler(sys.stderr)
@@ -107,12 +125,16 @@ class PluginHost:
         environ: Mapping[str, str] | None = None,
         entry_points: Iterable[metadata.EntryPoint] | None = None,
     ) -> PluginHost:
-        """A host with every plugin of the ``kandev_lsp`` entry-point group, minus disabled ones."""
+        """A host with every plugin of the ``kandev_lsp`` entry-point group, minus disabled ones.
+
+        Built-ins first, then third-party plugins, each group by entry-point name: a third-party plugin
+        that declares a built-in's language is the duplicate, whatever its name sorts as.
+        """
         environ = os.environ if environ is None else environ
         host = cls(trace=environ.get(TRACE_ENV, "") not in ("", "0", "false"))
         blocked = {name.strip() for name in environ.get(DISABLE_ENV, "").split(",") if name.strip()}
         points = metadata.entry_points(group=ENTRY_POINT_GROUP) if entry_points is None else entry_points
-        for point in sorted(points, key=lambda p: p.name):
+        for point in sorted(points, key=lambda p: (not is_builtin(p), p.name)):
             if point.name in blocked:
                 host.disabled.append(point.name)
                 continue
@@ -168,9 +190,25 @@ class PluginHost:
         for spec in languages:
             self._languages[spec.id] = spec
             self._owner[spec.id] = name
+            self._claim_lsp_ids(spec, name)
         loaded.languages = languages
         self._loaded[name] = loaded
         return True
+
+    def _claim_lsp_ids(self, spec: LanguageSpec, plugin: str) -> None:
+        """Record the LSP languageIds ``spec`` owns; warn when another language already claims one (a
+        document with that id would have two servers, and whoever routes by languageId must pick one)."""
+        for lsp_id in spec.language_ids:
+            first = self._lsp_ids.setdefault(lsp_id, spec.id)
+            if first != spec.id:
+                warning = (
+                    f"languageId {lsp_id!r} is claimed by language {first!r} (plugin {self._owner[first]!r}) "
+                    f"and by language {spec.id!r} (plugin {plugin!r}): a client that picks a server by "
+                    "languageId cannot tell which one owns these documents. Remove it from one plugin's "
+                    f"language_ids, or disable one plugin with {DISABLE_ENV}."
+                )
+                self.warnings.append(warning)
+                trace_log.warning("%s", warning)
 
     def _declared_languages(self, plugin: object) -> list[LanguageSpec]:
         declared: list[LanguageSpec] = []

@@ -66,7 +66,12 @@ def run_doctor(args: argparse.Namespace) -> int:
     toolchains = [check.to_json() for check in checks]
     if args.json:
         print_json(
-            {"languages": languages, "toolchains": toolchains, "problems": [str(p) for p in plugins.problems]}
+            {
+                "languages": languages,
+                "toolchains": toolchains,
+                "problems": [str(p) for p in plugins.problems],
+                "warnings": plugins.warnings,
+            }
         )
         return 0 if healthy else 1
     for entry in languages:
@@ -85,6 +90,8 @@ def run_doctor(args: argparse.Namespace) -> int:
         print(check.describe())
     for problem in plugins.problems:
         print(f"!! {problem}")
+    for warning in plugins.warnings:
+        print(f"-- {warning}")
     return 0 if healthy else 1
 
 

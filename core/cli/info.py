@@ -79,6 +79,7 @@ def run_plugins(args: argparse.Namespace) -> int:
                     {"plugin": p.plugin, "phase": p.phase, "error": p.error} for p in plugins.problems
                 ],
                 "disabled": plugins.disabled,
+                "warnings": plugins.warnings,
             }
         )
         return 0
@@ -87,6 +88,8 @@ def run_plugins(args: argparse.Namespace) -> int:
         print(f"    hooks: {', '.join(info.hooks)}")
     for name in plugins.disabled:
         print(f"{name}: disabled by KANDEV_LSP_DISABLE_PLUGINS")
+    for warning in plugins.warnings:
+        print(f"warning: {warning}")
     return 1 if plugins.problems else 0
 
 

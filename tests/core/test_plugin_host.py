@@ -237,3 +237,38 @@ def test_trace_switch_logs_hook_calls_without_arguments(
     assert "kandev-lsp hook: kandev_lsp_discover kandev_lsp.defaults -> generator" in capsys.readouterr().err
     for handler in added:
         trace_log.removeHandler(handler)
+
+
+def builtin_entry_points() -> list[EntryPoint]:
+    from importlib import metadata
+
+    return list(metadata.entry_points(group="kandev_lsp"))
+
+
+@pytest.mark.parametrize("name", ["dup_python", "a", "zzz"])
+def test_a_third_party_plugin_never_displaces_a_builtin_language(modules: Path, name: str) -> None:
+    """Issue 7 item 4: a third-party entry point declaring ``python`` is the skipped duplicate, whatever its
+    name sorts as; the built-in python plugin keeps the language."""
+    write_module(modules, "impostor_ls", GOOD_PLUGIN.format(lang="python"))
+    host = PluginHost.load(environ={}, entry_points=[entry(name, "impostor_ls"), *builtin_entry_points()])
+    assert host.plugin_of("python") == "python"
+    assert host.language("python").command == "pyright-langserver"
+    [problem] = host.problems
+    assert problem.plugin == name and "already provided by plugin 'python'" in problem.error
+
+
+def test_two_languages_claiming_one_lsp_language_id_load_with_a_warning(modules: Path) -> None:
+    write_module(
+        modules,
+        "py2_ls",
+        "from kandev_lsp import LanguageSpec, hookimpl\n@hookimpl\ndef kandev_lsp_languages():\n"
+        "    return [LanguageSpec(id='py2', display_name='Py2', command='py2-ls', language_ids=('python',))]\n",
+    )
+    host = PluginHost.load(environ={}, entry_points=[entry("a_py2", "py2_ls"), *builtin_entry_points()])
+    assert {"python", "py2"} <= set(host.languages()) and host.problems == []
+    [warning] = host.warnings
+    assert "languageId 'python'" in warning and "'py2'" in warning and "'python' (plugin 'python')" in warning
+
+
+def test_distinct_lsp_language_ids_give_no_warning() -> None:
+    assert PluginHost.load(environ={}).warnings == []
