@@ -18,6 +18,12 @@ environment already holds ``KANDEV_LSP_OWNER`` (kandev-lsp running under kandev-
 appended after a space, so each owner finds its own. A process that scrubs its environment *and* leaves
 the group *and* is orphaned before the stop cannot be found; nothing else is missed.
 
+**When the owner itself dies.** On Linux every child is started with a parent-death signal (SIGKILL),
+so killing the owner with SIGKILL, or killing the process group it runs in, takes its children with it.
+Their own descendants are re-parented instead; a caller that records extra owner tokens passed to
+:func:`spawn` can sweep them up later with :func:`reap_marked` (the install manager does, under its
+lock, before it removes a dead install's staging folder).
+
 Captured output keeps at most ``output_limit`` bytes (1 MiB by default): the first quarter and the last
 three quarters, with a line saying how many bytes were left out. The pipes are always drained.
 """
@@ -38,6 +44,7 @@ from kandev_lsp.process._backend import (
 )
 from kandev_lsp.process._errors import CommandNotFoundError, ProcessStartError, ProcessTimeout
 from kandev_lsp.process._locate import locate_executable
+from kandev_lsp.process._orphans import reap_marked
 from kandev_lsp.process._owned import (
     CONFIRM_TIMEOUT,
     DEFAULT_GRACE,
@@ -72,6 +79,7 @@ __all__ = [
     "backend_for",
     "interrupt_signal",
     "locate_executable",
+    "reap_marked",
     "run",
     "spawn",
     "spawn_options",

@@ -25,6 +25,7 @@ from kandev_lsp.process._backend import ProcessBackend, backend_for
 from kandev_lsp.process._errors import ProcessStartError
 from kandev_lsp.process._locate import locate_executable
 from kandev_lsp.process._output import OutputCallback, OutputCapture
+from kandev_lsp.process._parentdeath import parent_death_hook
 from kandev_lsp.process._tree import (
     ProcInfo,
     handles,
@@ -300,13 +301,17 @@ async def spawn(
     supervisor: ProcessSupervisor | None = None,
     output_limit: int = DEFAULT_OUTPUT_LIMIT,
     on_output: OutputCallback | None = None,
+    owner_tokens: Sequence[str] = (),
 ) -> OwnedProcess:
     """Start ``argv`` in the task: no shell, the task's environment, ``cwd`` as working directory.
 
     ``argv[0]`` is an absolute path, or a bare name looked up on the task's PATH (never in ``cwd``).
     ``stdout``: ``"pipe"`` gives :attr:`OwnedProcess.stdout`; ``"capture"`` keeps it with stderr (one
     pipe, so the two interleave exactly as written); ``"discard"`` drops it. ``on_output`` sees captured
-    output as text chunks as they arrive. Raises :class:`ProcessStartError` (or
+    output as text chunks as they arrive. ``owner_tokens`` are added to the child's owner marker beside
+    its own token, so that a caller who records them (an install, in its cache) can find the tree later
+    with :func:`reap_marked`, even after this process died. On Linux the child gets SIGKILL when this
+    process dies (see :mod:`kandev_lsp.process._parentdeath`). Raises :class:`ProcessStartError` (or
     :class:`CommandNotFoundError`) when the child cannot be started.
     """
     args = tuple(argv)
@@ -325,7 +330,10 @@ async def spawn(
     if supervisor is not None:
         supervisor._check_open(args[0])
     executable = locate_executable(args[0], env, cwd, LocalFileProbe(env.host))
+    if any(not item or item != "".join(item.split()) for item in owner_tokens):
+        raise ValueError(f"owner tokens must be non-empty words without blanks, got {list(owner_tokens)!r}")
     token = new_token()
+    marker = " ".join([*owner_tokens, token]) if owner_tokens else token
     backend = backend_for(host)
     options = backend.spawn_options()
     capture = OutputCapture(output_limit, on_output)
@@ -347,10 +355,11 @@ async def spawn(
             else subprocess.PIPE
             if stderr == "capture"
             else subprocess.DEVNULL,
-            env=marked_environment(env.to_dict(), token, windows=host.is_windows),
+            env=marked_environment(env.to_dict(), marker, windows=host.is_windows),
             cwd=cwd,
             start_new_session=options.start_new_session,
             creationflags=options.creationflags,
+            preexec_fn=None if host.is_windows else parent_death_hook(),
         )
     except OSError as exc:
         raise _start_error(executable, exc) from exc

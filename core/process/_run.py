@@ -36,6 +36,7 @@ async def run(
     supervisor: ProcessSupervisor | None = None,
     output_limit: int = DEFAULT_OUTPUT_LIMIT,
     on_output: OutputCallback | None = None,
+    owner_tokens: Sequence[str] = (),
 ) -> RunResult:
     """Run ``argv`` in the task until it exits; a non-zero exit status is a result, not an error.
 
@@ -43,6 +44,7 @@ async def run(
     :class:`asyncio.CancelledError` as soon as the tree is gone. Passing ``timeout`` seconds stops it and
     raises :class:`ProcessTimeout` with the captured output. If ``on_output`` raises, the tree is stopped
     and its exception is raised. When the child exits, descendants it left running are stopped too.
+    ``owner_tokens`` are passed to :func:`spawn` (extra owner markers for a later sweep).
     """
     if cancel is not None and cancel.is_set():
         raise asyncio.CancelledError(f"cancelled before {argv[0] if argv else 'the command'} started")
@@ -55,6 +57,7 @@ async def run(
         supervisor=supervisor,
         output_limit=output_limit,
         on_output=on_output,
+        owner_tokens=owner_tokens,
     )
     try:
         ending = await _ending(process, timeout, cancel)
