@@ -23,11 +23,10 @@ import os
 import sys
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
-from importlib import metadata
 from typing import Any
 
 import pluggy
-from kandev_lsp import defaults, hookspecs
+from kandev_lsp import defaults, entrypoints, hookspecs
 from kandev_lsp.configuration import ConfigurationAnswer
 from kandev_lsp.discovery import Candidate
 from kandev_lsp.errors import UnknownLanguageError
@@ -76,7 +75,7 @@ class _Loaded:
     languages: list[LanguageSpec] = field(default_factory=list)
 
 
-def is_builtin(point: metadata.EntryPoint) -> bool:
+def is_builtin(point: entrypoints.EntryPointLike) -> bool:
     """Whether ``point`` is one of kandev-lsp's own plugins (declared by the kandev-lsp distribution).
 
     Decided by the distribution, never by the entry point's or the module's name, which anyone can choose.
@@ -123,7 +122,7 @@ class PluginHost:
         cls,
         *,
         environ: Mapping[str, str] | None = None,
-        entry_points: Iterable[metadata.EntryPoint] | None = None,
+        entry_points: Iterable[entrypoints.EntryPointLike] | None = None,
     ) -> PluginHost:
         """A host with every plugin of the ``kandev_lsp`` entry-point group, minus disabled ones.
 
@@ -133,7 +132,7 @@ class PluginHost:
         environ = os.environ if environ is None else environ
         host = cls(trace=environ.get(TRACE_ENV, "") not in ("", "0", "false"))
         blocked = {name.strip() for name in environ.get(DISABLE_ENV, "").split(",") if name.strip()}
-        points = metadata.entry_points(group=ENTRY_POINT_GROUP) if entry_points is None else entry_points
+        points = entrypoints.entry_points(ENTRY_POINT_GROUP) if entry_points is None else entry_points
         for point in sorted(points, key=lambda p: (not is_builtin(p), p.name)):
             if point.name in blocked:
                 host.disabled.append(point.name)
@@ -141,7 +140,7 @@ class PluginHost:
             host.load_entry_point(point)
         return host
 
-    def load_entry_point(self, point: metadata.EntryPoint) -> bool:
+    def load_entry_point(self, point: entrypoints.EntryPointLike) -> bool:
         """Import one entry point and register it under the entry point's name."""
         try:
             plugin = point.load()
