@@ -7,6 +7,7 @@ the component is not installed) and by ``doctor`` to report versions.
 from __future__ import annotations
 
 import os
+import stat
 import subprocess
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -25,12 +26,67 @@ class BriefRun:
 
 
 def proxy_launcher_of(path: str, launchers: tuple[str, ...], host: HostPlatform) -> str | None:
-    """The launcher ``path`` resolves to (through symlinks), if it is one of ``launchers``."""
+    """The launcher ``path`` stands in for, if it is one of ``launchers``; None for a file of its own.
+
+    rustup installs its proxies (``~/.cargo/bin/rust-analyzer``) as hard links to ``rustup``, and only
+    falls back to a symlink (on Windows, to a copy). So the proxy is recognised by identity, not by name:
+    ``path`` resolves through symlinks to a file named like a launcher, or it *is* the launcher beside it
+    (same device and inode), or a byte-for-byte copy of it. The launcher is looked for in the candidate's
+    folder and in the folder its symlinks lead to.
+    """
     real = os.path.realpath(path)
-    stem = host.pure_path(real).name
-    if host.is_windows:
-        stem = stem.lower().removesuffix(".exe")
-    return stem if stem in launchers else None
+    stem = _stem(real, host)
+    if stem in launchers:
+        return stem
+    try:
+        info = os.stat(real)
+    except (OSError, ValueError):
+        return None
+    folders = dict.fromkeys((os.path.dirname(path), os.path.dirname(real)))
+    for launcher in launchers:
+        for folder in folders:
+            for name in _launcher_names(launcher, host):
+                beside = os.path.join(folder, name)
+                if _same_file(real, info, beside):
+                    return launcher
+    return None
+
+
+def _stem(path: str, host: HostPlatform) -> str:
+    name = host.pure_path(path).name
+    return name.lower().removesuffix(".exe") if host.is_windows else name
+
+
+def _launcher_names(launcher: str, host: HostPlatform) -> tuple[str, ...]:
+    return (launcher + ".exe", launcher) if host.is_windows else (launcher,)
+
+
+_CHUNK = 1 << 20
+
+
+def _same_file(path: str, info: os.stat_result, other: str) -> bool:
+    """Whether ``other`` is the file at ``path`` (a hard link: same device and inode) or an identical copy.
+
+    Copies are compared only when the sizes match, chunk by chunk, stopping at the first difference.
+    """
+    try:
+        other_info = os.stat(other)
+    except (OSError, ValueError):
+        return False
+    if (other_info.st_dev, other_info.st_ino) == (info.st_dev, info.st_ino):
+        return True
+    if not stat.S_ISREG(other_info.st_mode) or other_info.st_size != info.st_size:
+        return False
+    try:
+        with open(path, "rb") as first, open(other, "rb") as second:
+            while True:
+                left, right = first.read(_CHUNK), second.read(_CHUNK)
+                if left != right:
+                    return False
+                if not left:
+                    return True
+    except OSError:
+        return False
 
 
 def run_briefly(argv: list[str], env: Mapping[str, str], *, timeout: float) -> BriefRun:

@@ -184,6 +184,37 @@ def test_rustup_proxy_without_component_is_not_found(
     assert resolution.trail[1].reason == "same file as PATH[0]"
 
 
+RUSTUP_WITHOUT_COMPONENT = (
+    "import os, sys\n"
+    "if os.path.basename(sys.argv[0]) == 'rust-analyzer':\n"
+    "    sys.stderr.write(\"error: Unknown binary 'rust-analyzer' in official toolchain\\n\")\n"
+    "    sys.exit(1)\n"
+    "print('rustup 1.27.1')\n"
+)
+
+
+@pytest.mark.parametrize("how", ["hard link", "copy"])
+def test_rustup_proxy_installed_as_a_hard_link_or_a_copy_is_checked_like_a_symlink(
+    plugins: PluginHost, tmp_path: Path, workspace: str, how: str
+) -> None:
+    """Issue 7 item 3: rustup makes its proxies hard links to itself (a copy on some file systems), not
+    symlinks; a proxy without the component must not count as found."""
+    cargo_bin = tmp_path / "cargo" / "bin"
+    rustup = Path(fake_executable(cargo_bin, "rustup", RUSTUP_WITHOUT_COMPONENT))
+    proxy = cargo_bin / "rust-analyzer"
+    if how == "hard link":
+        os.link(rustup, proxy)
+    else:
+        proxy.write_bytes(rustup.read_bytes())
+        proxy.chmod(0o755)
+    task = make_task(workspace, path=[str(cargo_bin)], home=str(tmp_path / "home"))
+    resolution = resolve_in(plugins, "rust", task)
+    assert not resolution.found
+    assert resolution.trail[0].verdict == "rejected"
+    assert "rustup proxy cannot run rust-analyzer" in resolution.trail[0].reason
+    assert "Unknown binary 'rust-analyzer'" in resolution.trail[0].reason
+
+
 def test_rustup_proxy_with_component_and_plain_binary_are_found(
     plugins: PluginHost, tmp_path: Path, workspace: str
 ) -> None:
