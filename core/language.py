@@ -7,9 +7,13 @@ runners read these values; plugins never spawn, download or lock anything themse
 
 from __future__ import annotations
 
+import posixpath
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from enum import StrEnum
+from types import MappingProxyType
+from typing import Any
 
 from kandev_lsp.platform import HostPlatform
 
@@ -101,6 +105,44 @@ class ManualInstall:
 InstallRecipe = NpmRecipe | GoRecipe | ReleaseRecipe | ManualInstall
 
 
+class ReadinessKind(StrEnum):
+    """How a server says it now gives complete answers (see :class:`Readiness`)."""
+
+    #: Ready as soon as ``initialize`` is answered (gopls).
+    IMMEDIATE = "immediate"
+    #: Ready when the first work-done progress ends with no other still active (pyright,
+    #: typescript-language-server: before that, answers are incomplete).
+    PROGRESS = "progress"
+    #: Ready while the server's ``experimental/serverStatus`` says ``quiescent: true`` (rust-analyzer;
+    #: needs the client capability ``experimental.serverStatusNotification``).
+    SERVER_STATUS = "server_status"
+    #: Ready once the server sends :attr:`Readiness.notification`.
+    NOTIFICATION = "notification"
+
+
+@dataclass(frozen=True, slots=True)
+class Readiness:
+    """When a server of a language gives complete answers, as its plugin declares it.
+
+    ``timeout`` is how long a caller waits for readiness before it reports the server as not ready
+    (with what the server reports: progress titles, elapsed time) instead of giving an incomplete answer.
+    """
+
+    kind: ReadinessKind = ReadinessKind.IMMEDIATE
+    notification: str | None = None
+    timeout: float = 60.0
+
+    def __post_init__(self) -> None:
+        if (self.kind is ReadinessKind.NOTIFICATION) != bool(self.notification):
+            raise ValueError("Readiness: a notification method is given exactly when kind is NOTIFICATION")
+        if not self.timeout > 0:
+            raise ValueError(f"Readiness.timeout must be positive, got {self.timeout!r}")
+
+
+def _frozen(mapping: Mapping[str, Any]) -> Mapping[str, Any]:
+    return MappingProxyType(dict(mapping))
+
+
 @dataclass(frozen=True, slots=True)
 class LanguageSpec:
     """A language as a plugin declares it.
@@ -111,6 +153,12 @@ class LanguageSpec:
     ``version_args`` print the server's version (used by ``doctor`` and install verification).
     ``proxy_launchers`` name launchers that stand in for many tools (``rustup``): a candidate that resolves
     to one is run with ``version_args`` before it is trusted, since the proxied tool may be absent.
+    ``root_markers`` are file or folder names marking a project root, highest priority first
+    (:func:`kandev_lsp.lsp.roots.find_project_root`).
+    ``document_language_ids`` maps a file name (``go.mod``) or an extension (``.tsx``) to the ``languageId``
+    a document opens with; other files with one of ``file_extensions`` open as ``language_ids[0]``.
+    ``readiness`` says when the server gives complete answers; ``client_capabilities`` are merged into the
+    client capabilities sent in ``initialize`` (both overridable by hooks).
     """
 
     id: str
@@ -125,6 +173,9 @@ class LanguageSpec:
     homepage: str = ""
     version_args: tuple[str, ...] = ("--version",)
     proxy_launchers: tuple[str, ...] = ()
+    document_language_ids: Mapping[str, str] = field(default_factory=lambda: _frozen({}))
+    readiness: Readiness = Readiness()
+    client_capabilities: Mapping[str, Any] = field(default_factory=lambda: _frozen({}))
 
     def __post_init__(self) -> None:
         if not _LANGUAGE_ID.match(self.id):
@@ -134,6 +185,25 @@ class LanguageSpec:
             )
         if not self.command or "/" in self.command or "\\" in self.command:
             raise ValueError(f"language {self.id!r}: command {self.command!r} must be a bare executable name")
+        # Plugins pass plain dicts; keep read-only copies so a spec stays a value.
+        object.__setattr__(self, "document_language_ids", _frozen(self.document_language_ids))
+        object.__setattr__(self, "client_capabilities", _frozen(self.client_capabilities))
+
+    def language_id_for(self, path: str) -> str | None:
+        """The ``languageId`` a file opens with on this language's server, or None when it is not one of
+        this language's files. Matching is by file name first, then by extension, case-insensitively."""
+        name = posixpath.basename(path.replace("\\", "/")).lower()
+        mapping = {key.lower(): value for key, value in self.document_language_ids.items()}
+        if name in mapping:
+            return mapping[name]
+        extension = posixpath.splitext(name)[1]
+        if not extension:
+            return None
+        if extension in mapping:
+            return mapping[extension]
+        if extension in (ext.lower() for ext in self.file_extensions):
+            return self.language_ids[0] if self.language_ids else self.id
+        return None
 
     @property
     def auto_installable(self) -> bool:
