@@ -16,6 +16,8 @@ from kandev_lsp.language import (
     ManualInstall,
     NpmPackage,
     NpmRecipe,
+    Readiness,
+    ReadinessKind,
     ReleaseAsset,
     ReleaseRecipe,
 )
@@ -36,6 +38,8 @@ __all__ = [
     "MissingReason",
     "NpmPackage",
     "NpmRecipe",
+    "Readiness",
+    "ReadinessKind",
     "ReleaseAsset",
     "ReleaseRecipe",
     "Resolution",

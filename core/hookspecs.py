@@ -19,7 +19,7 @@ from kandev_lsp.markers import hookspec
 if TYPE_CHECKING:
     from kandev_lsp.configuration import ConfigurationAnswer
     from kandev_lsp.discovery import Candidate
-    from kandev_lsp.language import LanguageSpec
+    from kandev_lsp.language import LanguageSpec, Readiness
     from kandev_lsp.platform import HostPlatform
     from kandev_lsp.taskenv import Task
 
@@ -136,4 +136,43 @@ def kandev_lsp_suppressed_providers(
 
     :param language: the server's language.
     :param capabilities: the ``capabilities`` object from the server's ``InitializeResult``.
+    """
+
+
+@hookspec(firstresult=True)
+def kandev_lsp_readiness(language: LanguageSpec) -> Readiness | None:
+    """When a server of ``language`` gives complete answers (overrides ``language.readiness``).
+
+    Called by whoever waits for readiness before answering (the agent tools, the broker's displays),
+    once per server start. First non-None result wins; with none, the language's declared
+    :attr:`~kandev_lsp.language.LanguageSpec.readiness` applies.
+
+    :param language: the server's language.
+    """
+
+
+@hookspec
+def kandev_lsp_client_capabilities(language: LanguageSpec) -> Mapping[str, Any] | None:
+    """Client capabilities to add to ``initialize`` for a server of ``language``.
+
+    Called once per server start by whoever builds the ``initialize`` request. The language's declared
+    :attr:`~kandev_lsp.language.LanguageSpec.client_capabilities` come first, then every implementation's
+    result is merged in depth, in reverse call order (so the earliest-called, highest-priority plugin
+    wins a conflicting value). Example: rust-analyzer needs ``{"experimental":
+    {"serverStatusNotification": true}}`` to report readiness.
+
+    :param language: the server's language.
+    """
+
+
+@hookspec(firstresult=True)
+def kandev_lsp_language_id(language: LanguageSpec, path: str) -> str | None:
+    """The LSP ``languageId`` a file opens with on a server of ``language``.
+
+    Called whenever a document is opened by the core (the agent tools). First non-None result wins; with
+    none, :meth:`~kandev_lsp.language.LanguageSpec.language_id_for` decides from the declared
+    ``document_language_ids`` and ``file_extensions``.
+
+    :param language: the server's language.
+    :param path: the file's path (only its name matters to the default).
     """

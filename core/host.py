@@ -30,7 +30,7 @@ from kandev_lsp import defaults, entrypoints, hookspecs
 from kandev_lsp.configuration import ConfigurationAnswer
 from kandev_lsp.discovery import Candidate
 from kandev_lsp.errors import UnknownLanguageError
-from kandev_lsp.language import LanguageSpec
+from kandev_lsp.language import LanguageSpec, Readiness
 from kandev_lsp.markers import ENTRY_POINT_GROUP, PROJECT_NAME
 from kandev_lsp.platform import HostPlatform
 from kandev_lsp.taskenv import Task
@@ -359,3 +359,24 @@ class PluginHost:
         for name, result in self._call(hook, {"language": language, "capabilities": capabilities}):
             united.update(str(item) for item in self._guarded(name, hook, result))
         return frozenset(united)
+
+    def readiness(self, language: LanguageSpec) -> Readiness:
+        """When a server of ``language`` gives complete answers: a plugin's override, else the declaration."""
+        result = self._first("kandev_lsp_readiness", {"language": language})
+        return result if isinstance(result, Readiness) else language.readiness
+
+    def client_capabilities(self, language: LanguageSpec) -> dict[str, Any]:
+        """The client capabilities ``language`` adds: its declaration, then the hooks' (deep-merged)."""
+        from kandev_lsp.lsp.capabilities import merge_capabilities
+
+        merged = merge_capabilities({}, language.client_capabilities)
+        results = [r for _, r in self._call("kandev_lsp_client_capabilities", {"language": language})]
+        for result in reversed(results):
+            if isinstance(result, Mapping):
+                merged = merge_capabilities(merged, result)
+        return merged
+
+    def language_id(self, language: LanguageSpec, path: str) -> str | None:
+        """The ``languageId`` ``path`` opens with on a server of ``language`` (None: not its file)."""
+        result = self._first("kandev_lsp_language_id", {"language": language, "path": path})
+        return result if isinstance(result, str) else language.language_id_for(path)

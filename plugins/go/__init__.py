@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from kandev_lsp import GoRecipe, LanguageSpec, hookimpl
+from kandev_lsp import GoRecipe, LanguageSpec, Readiness, ReadinessKind, hookimpl
 
 LANGUAGE = LanguageSpec(
     id="go",
@@ -22,6 +22,9 @@ LANGUAGE = LanguageSpec(
     install=GoRecipe(package="golang.org/x/tools/gopls", version="v0.14.2", bin="gopls"),
     homepage="https://pkg.go.dev/golang.org/x/tools/gopls",
     version_args=("version",),
+    document_language_ids={".go": "go", "go.mod": "gomod", "go.work": "gowork", ".tmpl": "gotmpl"},
+    # gopls loads packages before it answers a request: its answers after initialize are complete.
+    readiness=Readiness(ReadinessKind.IMMEDIATE),
 )
 
 DEFAULT_SETTINGS: Mapping[str, Any] = {"ui.semanticTokens": True}

@@ -8,7 +8,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from kandev_lsp import LanguageSpec, ManualInstall, hookimpl
+from kandev_lsp import LanguageSpec, ManualInstall, Readiness, ReadinessKind, hookimpl
+
+READY_NOTIFICATION = "intellij/ready-for-test"
 
 LANGUAGE = LanguageSpec(
     id="kotlin",
@@ -25,6 +27,11 @@ LANGUAGE = LanguageSpec(
     ),
     experimental=True,
     homepage="https://github.com/Kotlin/kotlin-lsp",
+    document_language_ids={".kt": "kotlin", ".kts": "kotlin"},
+    # kotlin-lsp signals the end of its Gradle import with this notification (from the reference
+    # system's analysis; kotlin-lsp cannot be installed on the project's machines, so it is not measured
+    # here). A Gradle import can take minutes: the timeout is generous.
+    readiness=Readiness(ReadinessKind.NOTIFICATION, notification=READY_NOTIFICATION, timeout=300.0),
 )
 
 

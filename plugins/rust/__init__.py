@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from kandev_lsp import LanguageSpec, ReleaseAsset, ReleaseRecipe, hookimpl
+from kandev_lsp import LanguageSpec, Readiness, ReadinessKind, ReleaseAsset, ReleaseRecipe, hookimpl
 
 RELEASE_VERSION = "2025-11-24"
 RELEASE_BASE_URL = "https://github.com/rust-lang/rust-analyzer/releases/download"
@@ -39,6 +39,11 @@ LANGUAGE = LanguageSpec(
     ),
     homepage="https://rust-analyzer.github.io",
     proxy_launchers=("rustup",),
+    document_language_ids={".rs": "rust"},
+    # rust-analyzer answers [] until `cargo metadata` finishes; it reports quiescence through
+    # experimental/serverStatus once the client asks for it.
+    readiness=Readiness(ReadinessKind.SERVER_STATUS, timeout=300.0),
+    client_capabilities={"experimental": {"serverStatusNotification": True}},
 )
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from kandev_lsp import LanguageSpec, NpmPackage, NpmRecipe, hookimpl
+from kandev_lsp import LanguageSpec, NpmPackage, NpmRecipe, Readiness, ReadinessKind, hookimpl
 
 LANGUAGE = LanguageSpec(
     id="typescript",
@@ -25,6 +25,20 @@ LANGUAGE = LanguageSpec(
         node_engine=">=20",
     ),
     homepage="https://github.com/typescript-language-server/typescript-language-server",
+    document_language_ids={
+        ".ts": "typescript",
+        ".mts": "typescript",
+        ".cts": "typescript",
+        ".tsx": "typescriptreact",
+        ".js": "javascript",
+        ".mjs": "javascript",
+        ".cjs": "javascript",
+        ".jsx": "javascriptreact",
+    },
+    # Until the project is loaded (its first work-done progress ends), tsserver answers hover and
+    # definition from a syntax-only server: references then miss most files (measured: 161 lines in 1
+    # file instead of 394 in 18 on zod).
+    readiness=Readiness(ReadinessKind.PROGRESS),
 )
 
 #: Providers an editor's built-in TypeScript support offers, and how the server must advertise each for
