@@ -54,6 +54,10 @@ log = logging.getLogger("kandev_lsp.session")
 
 _CONFIGURATION = b"workspace/configuration"
 _INITIALIZE = b"initialize"  # also matches "initialized"
+_SHUTDOWN = b'"shutdown"'
+_EXIT = b'"exit"'
+#: ``shutdown`` and ``exit`` are tiny messages; only bodies up to this size are checked for them.
+_LIFECYCLE_LIMIT = 512
 #: Bodies smaller than this are joined to their header and written at once.
 _JOIN_BELOW = 64 * 1024
 #: Only bodies up to this size are searched for ``initialize``/``workspace/configuration``: those messages
@@ -231,6 +235,8 @@ class ServerSession:
         self._inspect_client = True
         self._initialize_id: int | str | None = None
         self._client_initialized = False
+        self._shutdown_requested = False
+        self._exit_sent = False
         self.server_capabilities: Mapping[str, Any] | None = None
         self.configuration_requests = 0
         #: The server's exit status if it exited by itself, set by :meth:`aclose`.
@@ -330,6 +336,8 @@ class ServerSession:
         """
         if self._inspect_client and len(body) <= _INSPECT_LIMIT and _INITIALIZE in body:
             body = self._inspect_client_message(body)
+        elif len(body) <= _LIFECYCLE_LIMIT and (_EXIT in body or _SHUTDOWN in body):
+            self._note_lifecycle(body)
         self._write(body)
         try:
             if not self._stdin.transport.get_write_buffer_size():
@@ -370,6 +378,23 @@ class ServerSession:
             self._inspect_client = False
             self._client_initialized = True
         return body
+
+    def _note_lifecycle(self, body: bytes) -> None:
+        try:
+            message = parse_message(body)
+            kind = classify(message)
+        except MalformedMessage:
+            return
+        method = message.get("method")
+        if kind is MessageKind.REQUEST and method == "shutdown":
+            self._shutdown_requested = True
+        elif kind is MessageKind.NOTIFICATION and method == "exit":
+            self._exit_sent = True
+
+    @property
+    def exit_requested(self) -> bool:
+        """The client sent ``shutdown`` and then ``exit``: a server exit is then expected, not a failure."""
+        return self._shutdown_requested and self._exit_sent
 
     def _rewrite_initialize(self, message: dict[str, Any]) -> bytes | None:
         params = message.get("params")

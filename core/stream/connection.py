@@ -26,7 +26,7 @@ from kandev_lsp.settings import SettingsFile
 from kandev_lsp.stream import contract
 from kandev_lsp.stream.bridge import BridgeEnd, bridge
 from kandev_lsp.stream.contract import CLOSE_REASONS, CloseCode, StreamRequest
-from kandev_lsp.stream.websocket import WebSocketChannel
+from kandev_lsp.stream.websocket import WebSocketChannel, close_within, closed_by, is_open
 from kandev_lsp.taskenv import Task
 from websockets.asyncio.server import ServerConnection
 from websockets.exceptions import ConnectionClosed
@@ -38,17 +38,38 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("kandev_lsp.stream")
 
-#: The close code for each way a bridge can end.
+#: The close code for each way a bridge can end (see :func:`bridge_close`).
 BRIDGE_CLOSE_CODES: dict[BridgeEnd, CloseCode] = {
     BridgeEnd.CLIENT_CLOSED: CloseCode.NORMAL,
     BridgeEnd.CLIENT_TOO_LARGE: CloseCode.MESSAGE_TOO_BIG,
-    BridgeEnd.CLIENT_MALFORMED: CloseCode.SERVER_FAILED,  # not produced by the WebSocket channel
-    BridgeEnd.CLIENT_STALLED: CloseCode.CLIENT_STALLED,
+    BridgeEnd.CLIENT_MALFORMED: CloseCode.INVALID_DATA,  # not UTF-8; a bad frame was closed 1002 already
+    # The server is stopped because the client stopped reading: the server is gone, which is what 4006
+    # tells a client (reconnect for a new server). 4009 promises the opposite (K9.12). The reason says why.
+    BridgeEnd.CLIENT_STALLED: CloseCode.SERVER_FAILED,
     BridgeEnd.SERVER_EXITED: CloseCode.SERVER_FAILED,
     BridgeEnd.SERVER_TOO_LARGE: CloseCode.MESSAGE_TOO_BIG,
     BridgeEnd.SERVER_MALFORMED: CloseCode.SERVER_FAILED,
     BridgeEnd.SERVER_STALLED: CloseCode.SERVER_FAILED,
 }
+
+
+def bridge_close(
+    end: BridgeEnd, status: int | None, *, exit_requested: bool, stopping: bool
+) -> tuple[CloseCode, str]:
+    """The close code and reason for a bridge that ended with ``end`` (pure).
+
+    :param status: the server's exit status if it exited by itself, None if it was stopped.
+    :param exit_requested: the client sent ``shutdown`` and ``exit``: only then is a server exit with
+        status 0 a normal end (1000); any other exit is unexpected (4006, K9.9), status 0 included.
+    :param stopping: ``serve`` is shutting down (teardown): 1001 ``going away``, whatever ended first.
+    """
+    if stopping:
+        return CloseCode.GOING_AWAY, CLOSE_REASONS[CloseCode.GOING_AWAY]
+    if end is BridgeEnd.SERVER_EXITED and status == 0 and exit_requested:
+        return CloseCode.NORMAL, CLOSE_REASONS[CloseCode.NORMAL]
+    code = BRIDGE_CLOSE_CODES[end]
+    reason = contract.CLIENT_TOO_SLOW if end is BridgeEnd.CLIENT_STALLED else CLOSE_REASONS[code]
+    return code, reason
 
 
 @dataclass
@@ -62,6 +83,8 @@ class StreamContext:
     settings: SettingsFile | None
     supervisor: ProcessSupervisor | None
     installer: InstallManager | None = None
+    #: Set when ``serve`` shuts down: connections then close with 1001 and log a teardown.
+    stopping: bool = False
 
     def install_manager(self) -> InstallManager:
         """The shared install manager, created on the first install (it imports the installers)."""
@@ -100,10 +123,26 @@ class StreamConnection:
             log.exception("event=connection_crashed conn=%s language=%s", self.name, self.language)
             raise
 
-    async def _close(self, code: CloseCode, detail: str = "", level: int = logging.INFO) -> _Closed:
-        self._log("connection_close", level, code=int(code), reason=CLOSE_REASONS[code], detail=detail)
-        with contextlib.suppress(ConnectionClosed):
-            await self.ws.close(code, CLOSE_REASONS[code])
+    async def _close(
+        self, code: CloseCode, detail: str = "", level: int = logging.INFO, *, reason: str | None = None
+    ) -> _Closed:
+        """Close with ``code`` (bounded by the write deadline, then the transport is dropped) and log
+        what really happened: when the connection was already closed, the codes actually exchanged."""
+        if reason is None:
+            reason = CLOSE_REASONS[code]
+        if is_open(self.ws):
+            fields: dict[str, object] = {"code": int(code), "reason": reason}
+            in_time = await close_within(self.ws, code, reason, self.ctx.limits.client_write_timeout)
+            if not in_time:
+                fields["dropped"] = "the close missed its write deadline; the transport was dropped"
+        else:
+            sent, received = closed_by(self.ws)
+            fields = {"code": sent if sent is not None else "none", "received": received or "none"}
+            if received is None and sent is None:
+                fields["dropped"] = "the TCP connection ended without a close frame"
+        if self.ctx.stopping:
+            fields["teardown"] = 1
+        self._log("connection_close", level, **fields, detail=detail)
         return _Closed()
 
     async def _status(self, frame: str) -> None:
@@ -113,7 +152,9 @@ class StreamConnection:
                 await self.ws.send(frame)
         except TimeoutError:
             raise await self._close(
-                CloseCode.CLIENT_STALLED, "a status frame missed its write deadline"
+                CloseCode.SERVER_FAILED,
+                "a status frame missed its write deadline",
+                reason=contract.CLIENT_TOO_SLOW,
             ) from None
         except ConnectionClosed:
             self._log("connection_close", reason="client gone before a status frame")
@@ -154,7 +195,12 @@ class StreamConnection:
         await _cancel(install, InstallCancelled, InstallError)  # the client spoke or left first
         pending: list[bytes] = []
         if install.cancelled():
-            why = "the client disconnected" if listen.exception() else "the client sent a message"
+            if self.ctx.stopping:
+                why = "kandev-lsp is stopping (teardown)"
+            elif listen.exception():
+                why = "the client disconnected"
+            else:
+                why = "the client sent a message"
             self._log("install_cancelled", detail=why)
             raise await self._close(CloseCode.GOING_AWAY, why)
         if not listen.done():
@@ -229,19 +275,21 @@ class StreamConnection:
             result = await bridge(session, channel)
         finally:
             status = await session.aclose()
-        code = BRIDGE_CLOSE_CODES[result.end]
-        if result.end is BridgeEnd.SERVER_EXITED and status == 0:
-            code = CloseCode.NORMAL  # exit status 0 means the client asked it to shut down (LSP exit)
+        code, reason = bridge_close(
+            result.end, status, exit_requested=session.exit_requested, stopping=self.ctx.stopping
+        )
         self._log(
             "server_exit",
             pid=session.pid,
             status=status,
             end=result.end.value,
+            exit_requested=int(session.exit_requested),
             to_server=result.to_server,
             to_client=result.to_client,
         )
-        level = logging.INFO if result.end is BridgeEnd.CLIENT_CLOSED else logging.WARNING
-        raise await self._close(code, result.detail, level)
+        detail = "kandev-lsp is stopping (teardown)" if self.ctx.stopping else result.detail
+        level = logging.INFO if code in (CloseCode.NORMAL, CloseCode.GOING_AWAY) else logging.WARNING
+        raise await self._close(code, detail, level, reason=reason)
 
 
 async def _cancel(task: asyncio.Future[Any], *expected: type[BaseException]) -> None:

@@ -21,31 +21,45 @@ _FALSE_VALUES = frozenset({"0", "false", ""})
 
 
 class CloseCode(IntEnum):
-    """WebSocket close codes the stream uses (4001-4009 follow the task host's reference contract)."""
+    """WebSocket close codes of the stream (4001-4009 follow the task host's reference contract, K9).
 
-    NORMAL = 1000
-    GOING_AWAY = 1001  # install cancelled by the client, or `serve` shutting down
+    A code tells the client what it can do next (the server still runs, or it is gone and a new
+    connection starts a new one); the reason text and the log say why.
+    """
+
+    NORMAL = 1000  # the client closed; or the server exited after the client's shutdown + exit
+    GOING_AWAY = 1001  # install cancelled by the client, or `serve` shutting down (teardown)
+    PROTOCOL_ERROR = 1002  # a malformed WebSocket frame (sent by the WebSocket layer itself)
+    INVALID_DATA = 1007  # a client message that is not UTF-8 (RFC 6455 section 8.1)
     MESSAGE_TOO_BIG = 1009  # a message over the size limit, in either direction
     INSTALLABLE_NOT_REQUESTED = 4001
     INSTALL_FAILED = 4003
-    SERVER_FAILED = 4006  # exited, closed or corrupted its output, or stopped reading its input
+    #: The server is gone: it exited unexpectedly, closed or corrupted its output, stopped reading its
+    #: input, or was stopped because the client stopped reading (reason "client too slow").
+    SERVER_FAILED = 4006
     NO_INSTALLER = 4007
     START_FAILED = 4008
-    CLIENT_STALLED = 4009  # the client stopped reading: a write missed its deadline
+    #: Reserved, never sent by ``serve``: the transport or broker failed while the server may still run
+    #: (K9.12). A broker in front of ``serve`` uses it as specified.
+    TRANSPORT_FAILED = 4009
 
 
 #: The close reason for each code: short and generic on purpose (details are logged, not sent).
 CLOSE_REASONS: Mapping[int, str] = {
     CloseCode.NORMAL: "",
     CloseCode.GOING_AWAY: "going away",
+    CloseCode.PROTOCOL_ERROR: "protocol error",
+    CloseCode.INVALID_DATA: "invalid UTF-8",
     CloseCode.MESSAGE_TOO_BIG: "message too big",
     CloseCode.INSTALLABLE_NOT_REQUESTED: "server not installed",
     CloseCode.INSTALL_FAILED: "install failed",
     CloseCode.SERVER_FAILED: "server stopped",
     CloseCode.NO_INSTALLER: "server unavailable",
     CloseCode.START_FAILED: "server failed to start",
-    CloseCode.CLIENT_STALLED: "client too slow",
+    CloseCode.TRANSPORT_FAILED: "transport failed",
 }
+#: The reason of a 4006 sent because the client stopped reading (the server was stopped for it).
+CLIENT_TOO_SLOW = "client too slow"
 
 
 class BadStreamRequest(ValueError):

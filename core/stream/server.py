@@ -13,6 +13,7 @@ After the upgrade, each connection runs :class:`~kandev_lsp.stream.connection.St
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 import json
 import logging
@@ -25,8 +26,17 @@ from kandev_lsp.session import DEFAULT_BRIDGE_LIMITS, BridgeLimits, log_event
 from kandev_lsp.settings import SettingsFile
 from kandev_lsp.stream.auth import StreamToken
 from kandev_lsp.stream.connection import StreamConnection, StreamContext
-from kandev_lsp.stream.contract import ROUTE, BadStreamRequest, parse_stream_query, route_of, unknown_language
+from kandev_lsp.stream.contract import (
+    CLOSE_REASONS,
+    ROUTE,
+    BadStreamRequest,
+    CloseCode,
+    parse_stream_query,
+    route_of,
+    unknown_language,
+)
 from kandev_lsp.stream.uri import workspace_uri
+from kandev_lsp.stream.websocket import close_within, is_open
 from kandev_lsp.taskenv import Task
 from websockets.asyncio.server import Server, ServerConnection, serve
 from websockets.http11 import Request, Response
@@ -120,9 +130,18 @@ class StreamServer:
         await self.aclose()
 
     async def aclose(self) -> None:
-        """Close every connection with 1001, wait for their servers to stop, stop installs and leftovers."""
+        """Close every connection with 1001 ``going away`` (each close bounded by the write deadline),
+        wait for their servers to stop, stop installs and leftovers."""
+        self._ctx.stopping = True
         if self._server is not None:
-            self._server.close()
+            open_connections = [ws for ws in self._server.connections if is_open(ws)]
+            if open_connections:
+                deadline = self.config.limits.client_write_timeout
+                reason = CLOSE_REASONS[CloseCode.GOING_AWAY]
+                await asyncio.gather(
+                    *(close_within(ws, CloseCode.GOING_AWAY, reason, deadline) for ws in open_connections)
+                )
+            self._server.close(reason=CLOSE_REASONS[CloseCode.GOING_AWAY])
             await self._server.wait_closed()
         if self._ctx.installer is not None:
             await self._ctx.installer.aclose()

@@ -12,7 +12,8 @@ Run as ``fake_lsp.py MODE``. Modes:
            ``test/huge`` -> announce a frame of ``params.size`` bytes and stall,
            ``test/garbage`` -> write bytes that are not LSP framing,
            ``test/badUtf8`` -> write a frame whose body is not UTF-8,
-           ``test/flood`` -> write ``params.count`` notifications of ``params.size`` bytes, flat out.
+           ``test/flood`` -> write ``params.count`` notifications of ``params.size`` bytes, flat out,
+           ``test/exit0`` -> exit(0) at once, unasked; the ``exit`` notification -> exit(0) (as LSP says).
 ``mute``   never read stdin; sleep.
 """
 
@@ -60,6 +61,8 @@ def echo() -> None:
             message = json.loads(body)
             method = message.get("method")
             params = message.get("params")
+        if b'"exit"' in body and json.loads(body).get("method") == "exit":
+            os._exit(0)
         if b'"initialize"' in body and (message := json.loads(body)).get("method") == "initialize":
             result = {"capabilities": {"hoverProvider": True}, "received": message.get("params")}
             send({"jsonrpc": "2.0", "id": message["id"], "result": result})
@@ -84,6 +87,8 @@ def echo() -> None:
             send({"jsonrpc": "2.0", "method": "test/child", "params": {"pid": child.pid}})
         elif method == "test/crash":
             os._exit(3)
+        elif method == "test/exit0":
+            os._exit(0)
         elif method == "test/huge":
             OUT.write(b"Content-Length: %d\r\n\r\n" % params["size"] + b"{" * 1024)
             OUT.flush()

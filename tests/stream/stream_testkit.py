@@ -277,8 +277,9 @@ class StreamKit:
         limits: BridgeLimits | None = None,
         settings: SettingsFile | None = None,
         task: Task | None = None,
+        ping_interval: float | None = 20.0,
     ) -> AsyncIterator[StreamServer]:
-        config = StreamConfig(limits=limits or BridgeLimits(), close_timeout=2.0)
+        config = StreamConfig(limits=limits or BridgeLimits(), close_timeout=2.0, ping_interval=ping_interval)
         server = StreamServer(
             plugins=plugins or self.plugins(),
             task=task or self.task(),

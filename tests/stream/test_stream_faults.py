@@ -113,7 +113,9 @@ def test_stalled_client_is_disconnected_and_its_server_stopped(kit: StreamKit) -
     # The connection's close code, seen from the server's side, is logged; the client was not reading.
 
 
-def test_stalled_client_gets_4009_when_it_reads_again(kit: StreamKit) -> None:
+def test_stalled_client_gets_4006_client_too_slow_when_it_reads_again(kit: StreamKit) -> None:
+    """The server is stopped for a client that stopped reading: 4006 (the server is gone), reason
+    "client too slow". 4009 would promise a server that may still run (K9.12)."""
     limits = BridgeLimits(client_write_timeout=0.5)
 
     async def scenario() -> None:
@@ -125,7 +127,8 @@ def test_stalled_client_gets_4009_when_it_reads_again(kit: StreamKit) -> None:
             flood = {"jsonrpc": "2.0", "method": "test/flood", "params": {"count": 500, "size": 60000}}
             await ws.send(json.dumps(flood))
             await _eventually_no_processes(kit.tag, timeout=10)
-            assert await _close_code(ws, timeout=30) == 4009
+            assert await _close_code(ws, timeout=30) == 4006
+            assert ws.close_reason == "client too slow"
 
     asyncio.run(scenario())
 
