@@ -5,6 +5,13 @@ The file is JSON (default: ``<platformdirs user config dir>/kandev-lsp/settings.
 or a value of the wrong type, is an error naming the file and the field, so a typo is never silently
 ignored; the one exception is ``lsp_status_location``, a cosmetic choice that falls back to ``toolbar``.
 
+Settings are host-independent preferences: one file may serve hosts with different plugins. A language id
+that no plugin on this host provides (a third-party ``c`` in ``lsp_auto_start_languages``, a
+``lsp_server_configs`` entry for it) is kept, reported once as a warning, and ignored here; it never makes
+a command refuse to start nor a live reload reject the file. A known language that cannot be installed
+automatically (kotlin) in ``lsp_auto_install_languages`` stays an error: that list would promise something
+this host's plugin says it never does.
+
 Settings update live: :class:`SettingsFile` re-reads the file when its modification time or size changes,
 and running servers get ``workspace/didChangeConfiguration`` (see the stream and ``run`` bridges).
 """
@@ -12,6 +19,7 @@ and running servers get ``workspace/didChangeConfiguration`` (see the stream and
 from __future__ import annotations
 
 import json
+import logging
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -24,6 +32,8 @@ from kandev_lsp.language import LanguageSpec
 if TYPE_CHECKING:
     from kandev_lsp.host import PluginHost
 
+log = logging.getLogger("kandev_lsp.settings")
+
 SETTINGS_ENV = "KANDEV_LSP_SETTINGS"
 STATUS_LOCATIONS = ("toolbar", "status_bar")
 KNOWN_FIELDS = (
@@ -35,9 +45,18 @@ KNOWN_FIELDS = (
 )
 
 
+LANGUAGE_FIELDS = ("lsp_auto_start_languages", "lsp_auto_install_languages", "lsp_server_configs")
+
+
 @dataclass(frozen=True, slots=True)
 class UserSettings:
-    """The validated contents of the settings file."""
+    """The validated contents of the settings file.
+
+    ``auto_start_languages`` and ``auto_install_languages`` hold the languages this host can act on.
+    ``ignored_languages`` keeps, per field, the ids the file names that no loaded plugin provides (only
+    known when the file was parsed with ``known``); :meth:`to_json` still carries them, and
+    ``server_configs`` keeps their entries.
+    """
 
     auto_start_languages: tuple[str, ...] = ()
     auto_install_languages: tuple[str, ...] = ()
@@ -45,14 +64,34 @@ class UserSettings:
     status_location: str = "toolbar"
     release_base_urls: Mapping[str, str] = field(default_factory=dict)
     source: str | None = None
+    ignored_languages: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
 
     def server_config(self, language: str) -> Mapping[str, Any]:
         return self.server_configs.get(language, {})
 
+    def warnings(self) -> list[str]:
+        """One message naming every language id ignored on this host (empty when none is)."""
+        ids = sorted({language for names in self.ignored_languages.values() for language in names})
+        if not ids:
+            return []
+        fields = ", ".join(name for name in LANGUAGE_FIELDS if self.ignored_languages.get(name))
+        return [
+            f"{self.source or 'settings'}: no plugin on this host provides {ids} (named in {fields}); "
+            "kept in the file and ignored here. Install the plugin that provides them to use them on "
+            "this host; `kandev-lsp plugins` lists what loaded."
+        ]
+
     def to_json(self) -> dict[str, Any]:
+        ignored = self.ignored_languages
         return {
-            "lsp_auto_start_languages": list(self.auto_start_languages),
-            "lsp_auto_install_languages": list(self.auto_install_languages),
+            "lsp_auto_start_languages": [
+                *self.auto_start_languages,
+                *ignored.get("lsp_auto_start_languages", ()),
+            ],
+            "lsp_auto_install_languages": [
+                *self.auto_install_languages,
+                *ignored.get("lsp_auto_install_languages", ()),
+            ],
             "lsp_server_configs": {k: dict(v) for k, v in self.server_configs.items()},
             "lsp_status_location": self.status_location,
             "lsp_release_base_urls": dict(self.release_base_urls),
@@ -70,18 +109,22 @@ def default_settings_path(environ: Mapping[str, str] | None = None) -> str:
     return os.path.join(platformdirs.user_config_dir("kandev-lsp", appauthor=False), "settings.json")
 
 
-def _language_list(
-    where: str, name: str, value: Any, known: Mapping[str, LanguageSpec] | None
-) -> tuple[str, ...]:
+def _language_list(where: str, name: str, value: Any) -> tuple[str, ...]:
     if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
         raise SettingsError(f"{where}: {name} must be a list of language ids (strings), got {_kind(value)}")
-    if known is not None:
-        unknown = [item for item in value if item not in known]
-        if unknown:
-            raise SettingsError(
-                f"{where}: {name} names unknown language(s) {unknown}; known: {sorted(known)}"
-            )
     return tuple(dict.fromkeys(value))
+
+
+def _split_known(
+    languages: tuple[str, ...], known: Mapping[str, LanguageSpec] | None
+) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """(ids a plugin here provides, ids none does); everything counts as known without ``known``."""
+    if known is None:
+        return languages, ()
+    return (
+        tuple(lang for lang in languages if lang in known),
+        tuple(lang for lang in languages if lang not in known),
+    )
 
 
 def _kind(value: Any) -> str:
@@ -93,7 +136,12 @@ def _kind(value: Any) -> str:
 def parse_settings(
     data: Any, *, where: str = "settings", known: Mapping[str, LanguageSpec] | None = None
 ) -> UserSettings:
-    """Validate a decoded settings object. ``known`` (language id -> spec) enables language checks."""
+    """Validate a decoded settings object.
+
+    ``known`` (language id -> spec, the languages this host's plugins provide) enables the language
+    checks: ids it lacks are set aside in :attr:`UserSettings.ignored_languages` (never an error), and a
+    known language that is never installed automatically is refused in ``lsp_auto_install_languages``.
+    """
     if not isinstance(data, dict):
         raise SettingsError(f"{where}: the settings must be a JSON object, got {_kind(data)}")
     unknown_fields = sorted(set(data) - set(KNOWN_FIELDS))
@@ -101,11 +149,12 @@ def parse_settings(
         raise SettingsError(
             f"{where}: unknown field(s) {unknown_fields}; known fields: {', '.join(KNOWN_FIELDS)}"
         )
-    auto_start = _language_list(
-        where, "lsp_auto_start_languages", data.get("lsp_auto_start_languages", []), known
+    auto_start, ignored_start = _split_known(
+        _language_list(where, "lsp_auto_start_languages", data.get("lsp_auto_start_languages", [])), known
     )
-    auto_install = _language_list(
-        where, "lsp_auto_install_languages", data.get("lsp_auto_install_languages", []), known
+    auto_install, ignored_install = _split_known(
+        _language_list(where, "lsp_auto_install_languages", data.get("lsp_auto_install_languages", [])),
+        known,
     )
     if known is not None:
         manual = [lang for lang in auto_install if not known[lang].auto_installable]
@@ -124,10 +173,7 @@ def parse_settings(
             raise SettingsError(
                 f"{where}: lsp_server_configs.{language} must be a JSON object, got {_kind(config)}"
             )
-    if known is not None:
-        unknown = sorted(set(configs) - set(known))
-        if unknown:
-            raise SettingsError(f"{where}: lsp_server_configs names unknown language(s) {unknown}")
+    _, ignored_configs = _split_known(tuple(configs), known)
     location = data.get("lsp_status_location", "toolbar")
     if location not in STATUS_LOCATIONS:
         location = "toolbar"
@@ -136,7 +182,14 @@ def parse_settings(
         isinstance(v, str) and v.startswith(("http://", "https://")) for v in urls.values()
     ):
         raise SettingsError(f"{where}: lsp_release_base_urls must map language ids to http(s) URLs")
-    return UserSettings(auto_start, auto_install, configs, location, urls, source=where)
+    ignored = {
+        name: ids
+        for name, ids in zip(LANGUAGE_FIELDS, (ignored_start, ignored_install, ignored_configs), strict=True)
+        if ids
+    }
+    return UserSettings(
+        auto_start, auto_install, configs, location, urls, source=where, ignored_languages=ignored
+    )
 
 
 def load_settings(
@@ -164,7 +217,9 @@ class SettingsFile:
     """A settings file watched cheaply: re-read only when its mtime or size changed.
 
     A file that turns invalid while servers run keeps the last good settings and records the error in
-    :attr:`error`, so a half-saved edit never wipes live configuration.
+    :attr:`error`, so a half-saved edit never wipes live configuration. Languages no plugin here
+    provides are logged once per distinct warning (at start and when a reload names new ones), not on
+    every reload.
     """
 
     def __init__(self, path: str | None = None, *, known: Mapping[str, LanguageSpec] | None = None) -> None:
@@ -172,7 +227,22 @@ class SettingsFile:
         self._known = known
         self._stamp: tuple[int, int] | None = None
         self.error: SettingsError | None = None
+        self._warned: set[str] = set()
         self._settings = self._read_initial()
+        self._warn_once(self._settings)
+
+    def _warn_once(self, settings: UserSettings) -> None:
+        ignored = settings.ignored_languages
+        key = ";".join(f"{name}={','.join(ids)}" for name, ids in sorted(ignored.items()))
+        if key and key not in self._warned:
+            self._warned.add(key)
+            languages = sorted({language for ids in ignored.values() for language in ids})
+            log.warning(
+                "event=settings_ignored_languages languages=%s fields=%s detail=%s",
+                json.dumps(languages, separators=(",", ":")),  # ids come from a file: escaped
+                ",".join(sorted(ignored)),
+                '"no plugin on this host provides them: kept in the file, ignored here"',
+            )
 
     def _stat(self) -> tuple[int, int] | None:
         try:
@@ -197,6 +267,7 @@ class SettingsFile:
             self.error = exc
             return self._settings, False
         self.error = None
+        self._warn_once(fresh)
         changed = fresh.to_json() != self._settings.to_json()
         self._settings = fresh
         return fresh, changed

@@ -1,26 +1,88 @@
 """The ``kandev-lsp`` command.
 
 Each subcommand lives in its own module with an ``add_*_parser(subparsers)`` function that registers it
-and sets ``handler``. Module-level imports here stay light: ``kandev-lsp resolve`` runs in short-lived
-processes on the agent's hot path, so the installers, the stream and the LSP types are imported inside
-the handlers that need them.
+and sets ``handler``. Start-up stays light because ``kandev-lsp resolve`` runs in short-lived processes
+on the agent's hot path and ``kandev-lsp run`` is on an editor's time-to-initialized:
+
+* only the module of the command being run is imported and registered (:data:`COMMANDS` says which
+  module registers which command); ``--help`` and unknown commands register them all;
+* the installers, the stream and the LSP types are imported inside the handlers that need them;
+* argparse's help formatter would import :mod:`shutil` (and through it zlib, bz2 and lzma) just to learn
+  the terminal width, on every ``add_argument``: :class:`_HelpFormatter` asks :mod:`os` instead.
+
+Exit statuses shared by every command: 2 usage (argparse's errors and :class:`UsageError`), 1 any other
+reported error, 130 interrupted, 141 (128 + SIGPIPE) when the reader of stdout went away, as in
+``kandev-lsp plugins --json | head``: then nothing more is written and no traceback is printed.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Sequence
+from typing import Any
 
+from kandev_lsp.cli.common import UsageError
 from kandev_lsp.errors import KandevLspError
 
+EXIT_FAILED = 1
 EXIT_USAGE = 2
+EXIT_INTERRUPTED = 130
+EXIT_BROKEN_PIPE = 141  # 128 + SIGPIPE: what a shell reports for a writer whose reader left
+
+# command -> (module under kandev_lsp.cli, the function in it that registers it). A module that
+# registers several commands is listed once per command; the order is the order of ``--help``.
+COMMANDS: dict[str, tuple[str, str]] = {
+    "languages": ("info", "add_info_parsers"),
+    "plugins": ("info", "add_info_parsers"),
+    "config": ("info", "add_info_parsers"),
+    "resolve": ("resolve", "add_resolve_parser"),
+    "doctor": ("doctor", "add_doctor_parser"),
+    "install": ("install", "add_install_parsers"),
+    "uninstall": ("install", "add_install_parsers"),
+    "list": ("install", "add_install_parsers"),
+    "serve": ("serve", "add_serve_parser"),
+    "run": ("run", "add_run_parser"),
+}
 
 
-def build_parser() -> argparse.ArgumentParser:
-    from kandev_lsp.cli import doctor, info, install, resolve, run, serve
+def _terminal_columns() -> int:
+    """What ``shutil.get_terminal_size().columns`` answers, without importing shutil."""
+    try:
+        columns = int(os.environ.get("COLUMNS", "0"))
+    except ValueError:
+        columns = 0
+    if columns <= 0:
+        try:
+            columns = os.get_terminal_size(sys.__stdout__.fileno()).columns if sys.__stdout__ else 0
+        except (AttributeError, ValueError, OSError):
+            columns = 0
+    return columns or 80
 
-    parser = argparse.ArgumentParser(
+
+class _HelpFormatter(argparse.HelpFormatter):
+    def __init__(
+        self, prog: str, indent_increment: int = 2, max_help_position: int = 24, width: int | None = None
+    ) -> None:
+        super().__init__(
+            prog, indent_increment, max_help_position, _terminal_columns() - 2 if width is None else width
+        )
+
+
+class _ArgumentParser(argparse.ArgumentParser):
+    """An ArgumentParser whose subparsers (created through ``add_subparsers``) share the light formatter."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("formatter_class", _HelpFormatter)
+        super().__init__(*args, **kwargs)
+
+
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The parser; with ``command`` (a name in :data:`COMMANDS`), only that command is registered."""
+    import importlib
+
+    parser = _ArgumentParser(
         prog="kandev-lsp",
         description=(
             "Find, install, run and bridge language servers for task hosts. "
@@ -28,26 +90,48 @@ def build_parser() -> argparse.ArgumentParser:
         ),
     )
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
-    info.add_info_parsers(subparsers)
-    resolve.add_resolve_parser(subparsers)
-    doctor.add_doctor_parser(subparsers)
-    install.add_install_parsers(subparsers)
-    serve.add_serve_parser(subparsers)
-    run.add_run_parser(subparsers)
+    wanted = [COMMANDS[command]] if command in COMMANDS else list(dict.fromkeys(COMMANDS.values()))
+    for module_name, register in wanted:
+        module = importlib.import_module(f"kandev_lsp.cli.{module_name}")
+        getattr(module, register)(subparsers)
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(argv)
+    arguments = list(sys.argv[1:] if argv is None else argv)
+    try:
+        status = _main(arguments)
+        sys.stdout.flush()  # inside the try: a buffered stdout would otherwise fail at exit
+        return status
+    except BrokenPipeError:
+        _silence_stdout()
+        return EXIT_BROKEN_PIPE
+
+
+def _main(arguments: list[str]) -> int:
+    parser = build_parser(arguments[0] if arguments else None)
+    args = parser.parse_args(arguments)
     handler = getattr(args, "handler", None)
     if handler is None:
         parser.print_help(sys.stderr)
         return EXIT_USAGE
     try:
         return int(handler(args))
+    except UsageError as exc:
+        print(f"kandev-lsp {args.command}: {exc}", file=sys.stderr)
+        return EXIT_USAGE
     except KandevLspError as exc:
         print(f"kandev-lsp: {exc}", file=sys.stderr)
-        return 1
+        return EXIT_FAILED
     except KeyboardInterrupt:
-        return 130
+        return EXIT_INTERRUPTED
+
+
+def _silence_stdout() -> None:
+    """Point stdout at /dev/null, so the interpreter's final flush does not fail a second time."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError, AttributeError):
+        pass

@@ -1,4 +1,11 @@
-"""Pieces every subcommand shares: the task from flags, the plugin host, JSON output."""
+"""Pieces every subcommand shares: the task from flags, the settings file, the plugin host, JSON output.
+
+kandev-lsp's own variables (``KANDEV_LSP_SETTINGS``, ``KANDEV_LSP_DISABLE_PLUGINS``, ...: every name that
+starts with ``KANDEV_LSP_``) configure kandev-lsp itself and are read from kandev-lsp's own environment.
+The task flags (``--env``, ``--env-file``) describe the task the servers run in, so a ``KANDEV_LSP_*``
+name there is refused as a usage error that says what to do instead (``--settings FILE`` for the
+settings file), rather than being passed to the task and silently not configuring kandev-lsp.
+"""
 
 from __future__ import annotations
 
@@ -6,12 +13,23 @@ import argparse
 import json
 import os
 import sys
-from typing import Any
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
 
-from kandev_lsp.errors import TaskEnvironmentError
+from kandev_lsp.errors import KandevLspError
 from kandev_lsp.host import PluginHost
 from kandev_lsp.platform import HostPlatform
 from kandev_lsp.taskenv import Task, TaskEnvironment, load_env_file
+
+if TYPE_CHECKING:
+    from kandev_lsp.language import LanguageSpec
+    from kandev_lsp.settings import UserSettings
+
+OWN_VARIABLE_PREFIX = "KANDEV_LSP_"
+
+
+class UsageError(KandevLspError):
+    """A flag's value is malformed or not allowed; ``kandev-lsp`` exits 2, as for argparse's errors."""
 
 
 def add_task_arguments(parser: argparse.ArgumentParser, *, simulated_platform: bool = True) -> None:
@@ -50,25 +68,58 @@ def add_settings_argument(parser: argparse.ArgumentParser, *, live: bool = False
     )
 
 
+def load_user_settings(
+    args: argparse.Namespace, known: Mapping[str, LanguageSpec] | None = None
+) -> UserSettings:
+    """The settings file named by ``--settings`` (or the default), its warnings printed on stderr once."""
+    from kandev_lsp.settings import load_settings
+
+    settings = load_settings(getattr(args, "settings", None), known=known)
+    for warning in settings.warnings():
+        print(f"kandev-lsp: warning: {warning}", file=sys.stderr)
+    return settings
+
+
 def parse_platform(text: str | None) -> HostPlatform:
     if not text:
         return HostPlatform.current()
     try:
         return HostPlatform.parse(text)
     except ValueError as exc:
-        raise TaskEnvironmentError(f"--platform: {exc}") from exc
+        raise UsageError(f"--platform {text}: {exc}") from exc
+
+
+def _refuse_own_variables(overrides: Mapping[str, str | None], where: str) -> None:
+    own = sorted(key for key in overrides if key.upper().startswith(OWN_VARIABLE_PREFIX))
+    if not own:
+        return
+    hint = (
+        " For the settings file, pass --settings FILE."
+        if any(key.upper() == "KANDEV_LSP_SETTINGS" for key in own)
+        else ""
+    )
+    raise UsageError(
+        f"{where} sets {', '.join(own)}: kandev-lsp reads its own KANDEV_LSP_* variables from its own "
+        f"environment, not from the task's, so this would not configure it.{hint} Otherwise set the "
+        "variable in the environment kandev-lsp is started with."
+    )
 
 
 def task_from_args(args: argparse.Namespace) -> Task:
     """The task: this process's environment with the env file's and ``--env`` overrides."""
     overrides: dict[str, str | None] = {}
     if getattr(args, "env_file", None):
-        overrides.update(load_env_file(args.env_file))
+        from_file = load_env_file(args.env_file)
+        _refuse_own_variables(from_file, f"--env-file {args.env_file}")
+        overrides.update(from_file)
+    flags: dict[str, str | None] = {}
     for item in getattr(args, "env", None) or []:
         key, sep, value = item.partition("=")
         if not sep or not key:
-            raise TaskEnvironmentError(f"--env {item!r}: expected KEY=VALUE")
-        overrides[key] = value if value else None
+            raise UsageError(f"--env {item!r}: expected KEY=VALUE (KEY= unsets KEY)")
+        flags[key] = value if value else None
+    _refuse_own_variables(flags, "--env")
+    overrides.update(flags)
     host = parse_platform(getattr(args, "platform", None))
     env = TaskEnvironment.from_agent(overrides, host=host)
     workspace = getattr(args, "workspace", None) or os.getcwd()

@@ -82,7 +82,7 @@ def run_plugins(args: argparse.Namespace) -> int:
                 "warnings": plugins.warnings,
             }
         )
-        return 0
+        return 1 if plugins.problems else 0
     for info in infos:
         print(f"{info.name} {info.version} ({info.module}): languages {', '.join(info.languages) or '-'}")
         print(f"    hooks: {', '.join(info.hooks)}")

@@ -151,3 +151,88 @@ def test_resolve_does_not_import_the_heavy_stacks() -> None:
     )
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout
     assert out.strip().splitlines()[-1] == "[]"
+
+
+# Usage errors, kandev-lsp's own variables, output to a closed pipe (issue 7 items 20, 21) ---------------
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["resolve", "go", "--platform", "windows"], "--platform windows"),
+        (["resolve", "go", "--env", "NOEQUALS"], "--env 'NOEQUALS': expected KEY=VALUE"),
+        (["doctor", "--env", "=x"], "expected KEY=VALUE"),
+        (["resolve", "go", "--env", "KANDEV_LSP_SETTINGS=/m.json"], "pass --settings FILE"),
+        (["install", "go", "--env", "KANDEV_LSP_DISABLE_PLUGINS=go"], "from its own environment"),
+        (["run", "go", "--env", "KANDEV_LSP_SETTINGS=/m.json"], "pass --settings FILE"),
+    ],
+)
+def test_usage_errors_exit_2_with_what_to_do(args: list[str], message: str, tmp_path: Path) -> None:
+    result = cli(*args, cwd=tmp_path)
+    assert result.returncode == 2, result.stderr
+    assert message in result.stderr and "Traceback" not in result.stderr
+
+
+def test_own_variables_in_an_env_file_are_refused(tmp_path: Path) -> None:
+    env_file = tmp_path / "task.env"
+    env_file.write_text("PATH=/usr/bin\nKANDEV_LSP_SETTINGS=/mirror.json\n")
+    result = cli("resolve", "go", "--env-file", str(env_file))
+    assert result.returncode == 2
+    assert f"--env-file {env_file} sets KANDEV_LSP_SETTINGS" in result.stderr
+
+
+@pytest.mark.parametrize(
+    "args",
+    [["plugins", "--json"], ["languages"], ["resolve", "go", "--json"]],
+)
+@pytest.mark.parametrize("buffered", [False, True])
+def test_a_closed_stdout_ends_quietly(args: list[str], buffered: bool) -> None:
+    """``kandev-lsp plugins --json | head`` must not print a BrokenPipeError traceback."""
+    read_end, write_end = os.pipe()
+    os.close(read_end)  # the reader is gone before the first write
+    try:
+        result = subprocess.run(
+            [sys.executable, "-m", "kandev_lsp.cli", *args],
+            stdout=write_end,
+            stderr=subprocess.PIPE,
+            text=True,
+            env={k: v for k, v in os.environ.items() if not (buffered and k == "PYTHONUNBUFFERED")},
+            check=False,
+        )
+    finally:
+        os.close(write_end)
+    assert "Traceback" not in result.stderr and "BrokenPipeError" not in result.stderr, result.stderr
+    assert result.returncode == 141
+
+
+def test_plugins_json_exits_1_on_load_problems_like_the_text_form(tmp_path: Path) -> None:
+    site = tmp_path / "site"
+    info = site / "kandev_lsp_broken-1.0.dist-info"
+    info.mkdir(parents=True)
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: kandev-lsp-broken\nVersion: 1.0\n")
+    (info / "entry_points.txt").write_text("[kandev_lsp]\nbroken = kandev_lsp_no_such_module\n")
+    env = {"PYTHONPATH": str(site)}
+    text = cli("plugins", env=env)
+    data = cli("plugins", "--json", env=env)
+    assert text.returncode == 1
+    assert data.returncode == 1, data.stdout
+    assert json.loads(data.stdout)["problems"][0]["plugin"] == "broken"
+
+
+def test_help_lists_every_command_and_each_command_has_its_own_help() -> None:
+    from kandev_lsp.cli import COMMANDS
+
+    listing = cli("--help").stdout
+    assert all(name in listing for name in COMMANDS)
+    for name in COMMANDS:
+        result = cli(name, "--help")
+        assert result.returncode == 0 and f"kandev-lsp {name}" in result.stdout
+
+
+def test_resolve_registers_only_its_own_subcommand() -> None:
+    probe = (
+        "import sys; from kandev_lsp.cli import main\n"
+        "try:\n    main(['resolve', 'go', '--json'])\nexcept SystemExit:\n    pass\n"
+        "print(sorted(m for m in sys.modules if m.startswith('kandev_lsp.cli.') or m in ('shutil', 'logging')))"
+    )
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout
+    loaded = out.strip().splitlines()[-1]
+    assert loaded == "['kandev_lsp.cli.common', 'kandev_lsp.cli.resolve', 'logging']", loaded

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 import os
 from pathlib import Path
 from typing import Any
@@ -61,11 +62,9 @@ def test_full_file_round_trip(tmp_path: Path, plugins: PluginHost) -> None:
         ([], "must be a JSON object, got a list"),
         ({"lsp_auto_start_language": []}, "unknown field(s) ['lsp_auto_start_language']"),
         ({"lsp_auto_start_languages": "go"}, "lsp_auto_start_languages must be a list of language ids"),
-        ({"lsp_auto_start_languages": ["go", "cobol"]}, "unknown language(s) ['cobol']"),
         ({"lsp_auto_install_languages": ["kotlin"]}, "lsp_auto_install_languages cannot include ['kotlin']"),
         ({"lsp_server_configs": []}, "lsp_server_configs must be an object keyed by language, got a list"),
         ({"lsp_server_configs": {"go": True}}, "lsp_server_configs.go must be a JSON object, got a boolean"),
-        ({"lsp_server_configs": {"cobol": {}}}, "lsp_server_configs names unknown language(s) ['cobol']"),
         (
             {"lsp_release_base_urls": {"rust": "ftp://x"}},
             "lsp_release_base_urls must map language ids to http(s) URLs",
@@ -158,3 +157,56 @@ def test_settings_file_reloads_on_change_and_keeps_last_good_on_error(tmp_path: 
     path.unlink()
     settings, changed = watched.current()
     assert changed and settings.server_config("go") == {}
+
+
+def test_languages_without_a_plugin_here_are_kept_warned_and_ignored(
+    tmp_path: Path, plugins: PluginHost
+) -> None:
+    """Settings are host-independent: a third-party ``c`` elsewhere is no error here (issue 7 item 13)."""
+    data = {
+        "lsp_auto_start_languages": ["c", "go"],
+        "lsp_auto_install_languages": ["python", "zig"],
+        "lsp_server_configs": {"c": {"fallbackFlags": ["-std=c11"]}, "go": {"a": 1}},
+    }
+    settings = load_settings(write(tmp_path / "s.json", data), known=plugins.languages())
+    assert settings.auto_start_languages == ("go",) and settings.auto_install_languages == ("python",)
+    assert settings.ignored_languages == {
+        "lsp_auto_start_languages": ("c",),
+        "lsp_auto_install_languages": ("zig",),
+        "lsp_server_configs": ("c",),
+    }
+    assert settings.server_config("go") == {"a": 1}
+    assert settings.to_json()["lsp_auto_start_languages"] == ["go", "c"]  # kept
+    assert settings.to_json()["lsp_server_configs"]["c"] == {"fallbackFlags": ["-std=c11"]}
+    [warning] = settings.warnings()
+    assert "['c', 'zig']" in warning and "no plugin on this host" in warning and str(tmp_path) in warning
+
+
+def test_kotlin_in_auto_install_stays_an_error_next_to_unknown_ids(
+    tmp_path: Path, plugins: PluginHost
+) -> None:
+    path = write(tmp_path / "s.json", {"lsp_auto_install_languages": ["c", "kotlin"]})
+    with pytest.raises(SettingsError, match=r"lsp_auto_install_languages cannot include \['kotlin'\]"):
+        load_settings(path, known=plugins.languages())
+
+
+def test_live_reload_with_an_unknown_language_still_delivers_changes_and_warns_once(
+    tmp_path: Path, plugins: PluginHost, caplog: pytest.LogCaptureFixture
+) -> None:
+    path = tmp_path / "s.json"
+    write(path, {"lsp_server_configs": {"python": {"python.analysis": {"typeCheckingMode": "basic"}}}})
+    watched = SettingsFile(str(path), known=plugins.languages())
+    caplog.set_level(logging.WARNING, logger="kandev_lsp.settings")
+    strict = {"python.analysis": {"typeCheckingMode": "strict"}}
+    write(path, {"lsp_auto_start_languages": ["c"], "lsp_server_configs": {"python": strict}})
+    settings, changed = watched.current()
+    assert changed and watched.error is None
+    assert settings.server_config("python") == strict
+    write(path, {"lsp_auto_start_languages": ["c"], "lsp_server_configs": {"python": {}, "go": {"b": 2}}})
+    settings, changed = watched.current()
+    assert changed and settings.server_config("go") == {"b": 2}
+    warnings = [r.getMessage() for r in caplog.records if "settings_ignored_languages" in r.getMessage()]
+    assert warnings == [
+        'event=settings_ignored_languages languages=["c"] fields=lsp_auto_start_languages '
+        'detail="no plugin on this host provides them: kept in the file, ignored here"'
+    ]
