@@ -1,0 +1,255 @@
+"""Locations as the model reads them (B §4, B5.1-B5.5): compact, relative, 1-based, budgeted.
+
+A server answers navigation with ``Location`` or ``LocationLink`` values (one, a list, or null), with
+URIs and 0-based positions in its own encoding. :func:`build_locations` turns them into::
+
+    {"files": [{"path": "src/a.ts", "locations": [{"line": 3, "column": 5, "endColumn": 9,
+                                                   "snippet": "export function fetchModels() {"}]}],
+     "totalFound": 12, "shown": 12, "truncated": false}
+
+- paths are workspace-relative (root-qualified in a multi-root workspace), through :class:`Workspace`,
+  so a URI outside every root is *omitted and counted*, never shown (B8.11, fail closed);
+- locations are deduplicated, sorted and grouped by file (the ``CodeLocation`` of B5.1 with its ``path``
+  hoisted into its group: a popular symbol's 400 references do not repeat 400 paths);
+- ``limit`` (default 100, at most 500) caps the count, and a character budget caps the size (default
+  60 000 characters, well under the ~128k an agent client accepts): either sets ``truncated`` and keeps
+  ``totalFound``;
+- a snippet is the matching line (trimmed), or a window of ``context`` (0-3) lines either side; long lines
+  (minified code) are cut around the match;
+- ``includeBody`` adds the declaration's text (a ``LocationLink``'s ``targetRange``, or the range a caller
+  finds for it), at most 200 lines.
+"""
+
+from __future__ import annotations
+
+import json
+import textwrap
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, Final, TypeGuard
+
+from kandev_lsp.intel.text import Document, PositionEncoding, TextSource
+from kandev_lsp.intel.workspace import Workspace, WorkspaceFile
+
+__all__ = [
+    "BODY_MAX_LINES",
+    "DEFAULT_LIMIT",
+    "DEFAULT_MAX_CHARS",
+    "MAX_CONTEXT",
+    "MAX_LIMIT",
+    "LocationOptions",
+    "RawLocation",
+    "build_locations",
+    "normalize_locations",
+    "snippet",
+]
+
+DEFAULT_LIMIT: Final = 100
+MAX_LIMIT: Final = 500
+MAX_CONTEXT: Final = 3
+BODY_MAX_LINES: Final = 200
+#: Characters of one body at most (200 lines of minified code would be megabytes).
+BODY_MAX_CHARS: Final = 16_000
+#: The default size budget of one result, in characters of its JSON text.
+DEFAULT_MAX_CHARS: Final = 60_000
+#: A snippet line longer than this is cut to a window around the match.
+SNIPPET_LINE_CHARS: Final = 240
+_BEFORE_MATCH: Final = 80
+
+
+@dataclass(frozen=True, slots=True)
+class RawLocation:
+    """One server location: its URI, the range to point at, and the declaration's range if known."""
+
+    uri: str
+    range: dict[str, Any]
+    body_range: dict[str, Any] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class LocationOptions:
+    """How much of each location to show (the tool's ``limit``, ``context`` and ``includeBody``)."""
+
+    limit: int = DEFAULT_LIMIT
+    context: int = 0
+    include_body: bool = False
+    max_chars: int = DEFAULT_MAX_CHARS
+
+    def __post_init__(self) -> None:
+        if not 1 <= self.limit <= MAX_LIMIT:
+            raise ValueError(f"limit must be 1-{MAX_LIMIT}, got {self.limit}")
+        if not 0 <= self.context <= MAX_CONTEXT:
+            raise ValueError(f"context must be 0-{MAX_CONTEXT}, got {self.context}")
+
+
+def _position_ok(value: Any) -> bool:
+    return isinstance(value, dict) and all(
+        isinstance(value.get(key), int) and not isinstance(value.get(key), bool) and value[key] >= 0
+        for key in ("line", "character")
+    )
+
+
+def _range_ok(value: Any) -> TypeGuard[dict[str, Any]]:
+    return isinstance(value, dict) and _position_ok(value.get("start")) and _position_ok(value.get("end"))
+
+
+def normalize_locations(result: Any) -> list[RawLocation]:
+    """``Location | Location[] | LocationLink[] | null`` as :class:`RawLocation` values (B6.4).
+
+    A ``LocationLink`` points at its ``targetSelectionRange`` (the name) and keeps ``targetRange`` (the
+    whole declaration) as the body. Malformed entries are dropped.
+    """
+    items = result if isinstance(result, list) else [result]
+    found: list[RawLocation] = []
+    for item in items:
+        if not isinstance(item, dict):
+            continue
+        if isinstance(item.get("targetUri"), str):
+            target_range = item.get("targetRange")
+            selection = item.get("targetSelectionRange")
+            point = selection if _range_ok(selection) else target_range
+            if _range_ok(point):
+                found.append(
+                    RawLocation(item["targetUri"], point, target_range if _range_ok(target_range) else None)
+                )
+        elif isinstance(item.get("uri"), str) and _range_ok(item.get("range")):
+            found.append(RawLocation(item["uri"], item["range"]))
+    return found
+
+
+def _cut(text: str, index: int) -> str:
+    if len(text) <= SNIPPET_LINE_CHARS:
+        return text
+    start = max(0, min(index - _BEFORE_MATCH, len(text) - SNIPPET_LINE_CHARS))
+    end = start + SNIPPET_LINE_CHARS
+    return ("…" if start else "") + text[start:end] + ("…" if end < len(text) else "")
+
+
+def snippet(document: Document, line: int, index: int, context: int) -> tuple[str, int]:
+    """The snippet for 0-based ``line`` (``index`` = the match's code point, for cutting long lines) and the
+    1-based line it starts at: the trimmed line, or a dedented window of ``context`` lines either side."""
+    if context == 0:
+        return _cut(document.line(line), index).strip(), line + 1
+    first = max(0, line - context)
+    last = min(document.line_count - 1, line + context)
+    lines = [_cut(document.line(n), index if n == line else 0).rstrip() for n in range(first, last + 1)]
+    return textwrap.dedent("\n".join(lines)), first + 1
+
+
+def _body(document: Document, body_range: dict[str, Any]) -> dict[str, Any]:
+    first = body_range["start"]["line"]
+    last = min(body_range["end"]["line"], document.line_count - 1)
+    cut_line = min(last, first + BODY_MAX_LINES - 1)
+    lines: list[str] = []
+    used = 0
+    for number in range(first, cut_line + 1):
+        text = document.line(number)
+        if used + len(text) + 1 > BODY_MAX_CHARS:
+            cut_line = number - 1
+            break
+        lines.append(text)
+        used += len(text) + 1
+    out: dict[str, Any] = {"body": "\n".join(lines), "bodyStartLine": first + 1, "bodyEndLine": cut_line + 1}
+    if cut_line < last:
+        out["bodyTruncated"] = True
+        out["bodyLines"] = last - first + 1
+    return out
+
+
+#: Finds a declaration's range for a location that came without one (``Location`` answers): the caller
+#: looks up the enclosing document symbol. Returns an LSP range or None.
+BodyRangeFinder = Callable[[WorkspaceFile, dict[str, Any]], dict[str, Any] | None]
+
+
+def build_locations(
+    raw: Sequence[RawLocation],
+    workspace: Workspace,
+    texts: TextSource,
+    encoding: PositionEncoding,
+    options: LocationOptions = LocationOptions(),
+    *,
+    body_range: BodyRangeFinder | None = None,
+) -> dict[str, Any]:
+    """The ``files`` / ``totalFound`` / ``shown`` / ``truncated`` part of a navigation result."""
+    omitted: dict[str, int] = {}
+    unique: dict[tuple[str, int, int, int, int], tuple[WorkspaceFile, RawLocation]] = {}
+    for location in raw:
+        file = workspace.try_uri(location.uri)
+        if not isinstance(file, WorkspaceFile):
+            reason = "outsideWorkspace" if location.uri.lower().startswith("file:") else "nonFileUri"
+            omitted[reason] = omitted.get(reason, 0) + 1
+            continue
+        start, end = location.range["start"], location.range["end"]
+        key = (file.absolute, start["line"], start["character"], end["line"], end["character"])
+        unique.setdefault(key, (file, location))
+    ordered = sorted(unique.items(), key=lambda item: (item[1][0].display, item[0][1:]))
+    total = len(ordered)
+    files: list[dict[str, Any]] = []
+    groups: dict[str, list[dict[str, Any]]] = {}
+    used = 120  # the envelope: ok, kind, target, counts
+    shown = 0
+    truncated_by: str | None = None
+    for _key, (file, location) in ordered:
+        if shown >= options.limit:
+            truncated_by = "limit"
+            break
+        entry = _location(file, location, texts, encoding, options, body_range)
+        size = _size(entry) + (0 if file.display in groups else len(file.display) + 40)
+        if used + size > options.max_chars and "body" in entry:
+            for field in ("body", "bodyStartLine", "bodyEndLine", "bodyTruncated", "bodyLines"):
+                entry.pop(field, None)
+            entry["bodyOmitted"] = "result size budget"
+            size = _size(entry) + (0 if file.display in groups else len(file.display) + 40)
+        if used + size > options.max_chars:
+            truncated_by = "size"
+            break
+        used += size
+        shown += 1
+        if file.display not in groups:
+            groups[file.display] = []
+            files.append({"path": file.display, "locations": groups[file.display]})
+        groups[file.display].append(entry)
+    out: dict[str, Any] = {"files": files, "totalFound": total, "shown": shown, "truncated": shown < total}
+    if truncated_by is not None:
+        out["truncatedBy"] = truncated_by
+    if omitted:
+        out["omitted"] = omitted
+    return out
+
+
+def _size(entry: dict[str, Any]) -> int:
+    return len(json.dumps(entry, ensure_ascii=False)) + 2
+
+
+def _location(
+    file: WorkspaceFile,
+    location: RawLocation,
+    texts: TextSource,
+    encoding: PositionEncoding,
+    options: LocationOptions,
+    body_range: BodyRangeFinder | None,
+) -> dict[str, Any]:
+    start, end = location.range["start"], location.range["end"]
+    document = texts.document(file)
+    if document is None:  # unreadable (binary, too large, gone): positions as the server gave them
+        entry: dict[str, Any] = {"line": start["line"] + 1, "column": start["character"] + 1}
+        return entry
+    line, column = document.model_position(start, encoding)
+    end_line, end_column = document.model_position(end, encoding)
+    entry = {"line": line, "column": column}
+    if end_line != line:
+        entry["endLine"] = end_line
+    entry["endColumn"] = end_column
+    text, first = snippet(document, line - 1, column - 1, options.context)
+    entry["snippet"] = text
+    if first != line:
+        entry["snippetStartLine"] = first
+    if options.include_body:
+        declaration = location.body_range
+        if declaration is None and body_range is not None:
+            declaration = body_range(file, location.range)
+        if declaration is None and end["line"] > start["line"]:
+            declaration = location.range
+        if declaration is not None and _range_ok(declaration):
+            entry.update(_body(document, declaration))
+    return entry

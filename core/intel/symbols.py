@@ -1,0 +1,170 @@
+"""Document symbols as one flat list of entries with qualified names (B4.3).
+
+``textDocument/documentSymbol`` answers either a ``DocumentSymbol`` tree (name, kind, range,
+selectionRange, children) or a flat ``SymbolInformation`` list (name, kind, location, containerName).
+Target resolution and the symbol tools want one shape: :func:`flatten_symbols` walks either into
+:class:`SymbolEntry` values whose ``qualified_name`` is the container chain joined by ``.``
+(``ChatProvider.send``). Malformed items are skipped rather than failing the whole answer: a server's
+odd entry must not hide the good ones.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any, Final, TypeGuard
+
+__all__ = [
+    "SYMBOL_KINDS",
+    "SymbolEntry",
+    "enclosing_symbol",
+    "flatten_symbols",
+    "kind_name",
+    "kind_number",
+]
+
+#: LSP ``SymbolKind`` names, index + 1 is the number.
+SYMBOL_KINDS: Final = (
+    "file", "module", "namespace", "package", "class", "method", "property", "field", "constructor",
+    "enum", "interface", "function", "variable", "constant", "string", "number", "boolean", "array",
+    "object", "key", "null", "enumMember", "struct", "event", "operator", "typeParameter",
+)  # fmt: skip
+
+_BY_NORMALISED: Final = {name.lower(): index + 1 for index, name in enumerate(SYMBOL_KINDS)}
+
+#: Bounds against a pathological answer: nesting depth walked, entries kept.
+MAX_DEPTH: Final = 64
+MAX_ENTRIES: Final = 50_000
+
+
+def kind_name(kind: int) -> str:
+    """``5`` -> ``"class"``; an unknown number -> ``"kind<N>"``."""
+    if 1 <= kind <= len(SYMBOL_KINDS):
+        return SYMBOL_KINDS[kind - 1]
+    return f"kind{kind}"
+
+
+def kind_number(name: str) -> int | None:
+    """``"Class"``, ``"enum_member"``, ``"enum-member"`` -> their number; None when unknown."""
+    return _BY_NORMALISED.get(name.replace("_", "").replace("-", "").lower())
+
+
+@dataclass(frozen=True, slots=True)
+class SymbolEntry:
+    """One symbol of a document, positions as the server gave them (0-based, server encoding)."""
+
+    name: str
+    kind: int
+    qualified_name: str
+    container: str | None
+    #: The whole declaration (body included).
+    range: dict[str, Any]
+    #: The name itself (for ``SymbolInformation``, the start of ``range`` until refined by the text).
+    selection_range: dict[str, Any]
+    detail: str | None = None
+    depth: int = 0
+    #: ``SymbolInformation`` carries a URI; document symbols belong to the document asked about.
+    uri: str | None = None
+
+    @property
+    def kind_label(self) -> str:
+        """The kind as a word (``"method"``)."""
+        return kind_name(self.kind)
+
+    @property
+    def start_line(self) -> int:
+        return _line(self.range.get("start"))
+
+    @property
+    def end_line(self) -> int:
+        return _line(self.range.get("end"))
+
+    @property
+    def selection_line(self) -> int:
+        return _line(self.selection_range.get("start"))
+
+
+def _line(position: Any) -> int:
+    if isinstance(position, dict):
+        value = position.get("line")
+        if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
+            return value
+    return 0
+
+
+def _is_range(value: Any) -> TypeGuard[dict[str, Any]]:
+    return isinstance(value, dict) and all(
+        isinstance(value.get(end), dict)
+        and all(
+            isinstance(value[end].get(key), int) and not isinstance(value[end].get(key), bool)
+            for key in ("line", "character")
+        )
+        for end in ("start", "end")
+    )
+
+
+def _kind(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def flatten_symbols(result: Any) -> list[SymbolEntry]:
+    """The entries of a ``documentSymbol`` (or ``workspace/symbol``) answer, in document order of the tree
+    (a parent before its children)."""
+    if not isinstance(result, list):
+        return []
+    entries: list[SymbolEntry] = []
+    for entry in _walk(result, None, 0):
+        entries.append(entry)
+        if len(entries) >= MAX_ENTRIES:
+            break
+    return entries
+
+
+def _walk(items: list[Any], container: str | None, depth: int) -> Iterator[SymbolEntry]:
+    if depth > MAX_DEPTH:
+        return
+    for item in items:
+        if not isinstance(item, dict):
+            continue
+        name, kind = item.get("name"), _kind(item.get("kind"))
+        if not isinstance(name, str) or not name or kind is None:
+            continue
+        detail = item.get("detail") if isinstance(item.get("detail"), str) else None
+        if "location" in item:  # SymbolInformation / WorkspaceSymbol
+            location = item["location"]
+            if not isinstance(location, dict) or not isinstance(location.get("uri"), str):
+                continue
+            # WorkspaceSymbol may omit the range (resolved lazily): the start of the file stands in.
+            symbol_range: Any = location.get("range")
+            if not _is_range(symbol_range):
+                symbol_range = {"start": {"line": 0, "character": 0}, "end": {"line": 0, "character": 0}}
+            parent = item.get("containerName")
+            parent = parent if isinstance(parent, str) and parent else None
+            qualified = f"{parent}.{name}" if parent else name
+            start = symbol_range["start"]
+            yield SymbolEntry(
+                name, kind, qualified, parent, symbol_range, {"start": start, "end": start},
+                detail, 0, location["uri"],
+            )  # fmt: skip
+            continue
+        symbol_range, selection = item.get("range"), item.get("selectionRange")
+        if not _is_range(symbol_range):
+            continue
+        if not _is_range(selection):
+            selection = {"start": symbol_range["start"], "end": symbol_range["start"]}
+        qualified = f"{container}.{name}" if container else name
+        yield SymbolEntry(name, kind, qualified, container, symbol_range, selection, detail, depth)
+        children = item.get("children")
+        if isinstance(children, list) and children:
+            yield from _walk(children, qualified, depth + 1)
+
+
+def enclosing_symbol(entries: list[SymbolEntry], line: int) -> SymbolEntry | None:
+    """The innermost entry whose range holds 0-based ``line`` (for a body or a location's container)."""
+    best: SymbolEntry | None = None
+    for entry in entries:
+        if entry.start_line <= line <= entry.end_line and (
+            best is None or entry.end_line - entry.start_line <= best.end_line - best.start_line
+        ):
+            best = entry
+    return best

@@ -1,0 +1,399 @@
+"""Target resolution (B §3, B4.1-B4.10): from what a model can say to the position a server needs.
+
+A model does not reliably know character offsets, so every position-taking tool accepts a
+:class:`Target` and resolves it here, in this order:
+
+1. ``symbol``: matched against the document's flattened symbols by name, by dotted ``Container.member``
+   (a suffix of the qualified name at a ``.`` boundary), or by a candidate ``id`` handed out earlier
+   (``Parser.parse@42``); ``kind`` and ``line`` narrow the matches. The position is the start of the
+   symbol's name (``selectionRange.start``). No match: :class:`SymbolNotFound` with the nearest names.
+   Several: :class:`AmbiguousTarget` with candidates, unless the read opted into ``firstMatch``.
+2. ``line`` + ``matchText``: the column where the text occurs on that line. A missing anchor fails and shows
+   the line as it is now (and where else the text occurs), instead of silently moving the target.
+3. ``line`` + ``column``: used as given (1-based, counted in characters).
+4. ``line`` alone: the line's first non-blank character.
+
+Resolution is pure: the caller hands in the document (text and version) and, for a symbol target, the
+server's ``documentSymbol`` answer; out comes a :class:`ResolvedTarget` with the LSP position in the
+server's encoding and the model-facing 1-based line and column.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import difflib
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Final, Literal
+
+from kandev_lsp.intel.errors import (
+    AmbiguousTarget,
+    AnchorNotFound,
+    InvalidArguments,
+    SymbolNotFound,
+    TargetOutOfRange,
+)
+from kandev_lsp.intel.symbols import SYMBOL_KINDS, SymbolEntry, enclosing_symbol, kind_number
+from kandev_lsp.intel.text import Document, PositionEncoding
+
+__all__ = [
+    "Confidence",
+    "ResolvedTarget",
+    "Target",
+    "match_symbols",
+    "resolve_target",
+    "symbol_candidate",
+    "symbol_id",
+]
+
+#: How sure the resolution is: a unique symbol, the first of several, a text anchor, a column, a line.
+Confidence = Literal["symbol", "firstMatch", "anchor", "position", "line"]
+
+#: Candidates listed in an ambiguity or not-found answer (enough to choose, small enough to read).
+MAX_CANDIDATES: Final = 20
+MAX_NEAREST: Final = 8
+#: Lines of the symbol's range searched for its name when the server gave no exact name position.
+_NAME_SEARCH_LINES: Final = 3
+
+
+@dataclass(frozen=True, slots=True)
+class Target:
+    """What the model points at (B4.1). Lines and columns are 1-based; columns count characters."""
+
+    path: str
+    root_id: str | None = None
+    symbol: str | None = None
+    kind: str | None = None
+    line: int | None = None
+    column: int | None = None
+    match_text: str | None = None
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any], *, tool: str = "target") -> Target:
+        """A target from a schema-checked payload, enforcing the rules between its fields.
+
+        :raises InvalidArguments: the fields do not make one target (what to change is in the message).
+        """
+        problems: list[str] = []
+        symbol, line = data.get("symbol"), data.get("line")
+        column, match_text, kind = data.get("column"), data.get("matchText"), data.get("kind")
+        if symbol is None and line is None:
+            problems.append(
+                "target needs `symbol` (a name such as 'Parser.parse') or `line` (1-based, with "
+                "`matchText` or `column` to point inside it)"
+            )
+        if symbol is not None and (column is not None or match_text is not None):
+            problems.append(
+                "target.column and target.matchText go with target.line, not with target.symbol: give "
+                "symbol (plus line to choose between same-named symbols) or line with column/matchText"
+            )
+        if symbol is None and (column is not None or match_text is not None) and line is None:
+            problems.append("target.column and target.matchText need target.line")
+        if kind is not None and symbol is None:
+            problems.append("target.kind narrows a symbol match: give target.symbol too, or drop kind")
+        if kind is not None and kind_number(str(kind)) is None:
+            problems.append(f"target.kind {kind!r} is not a symbol kind; one of: {', '.join(SYMBOL_KINDS)}")
+        if problems:
+            raise InvalidArguments(tool, problems)
+        return cls(
+            path=str(data["path"]),
+            root_id=data.get("rootId"),
+            symbol=symbol,
+            kind=kind,
+            line=int(line) if line is not None else None,
+            column=int(column) if column is not None else None,
+            match_text=match_text,
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class ResolvedTarget:
+    """Where a target points (B4.10): the document, its version, the LSP position and the model's view."""
+
+    document: Document
+    #: LSP position, in the server's encoding, 0-based.
+    position: dict[str, int]
+    #: LSP range of what was pointed at: the symbol's whole range, the anchor text, or an empty range.
+    range: dict[str, dict[str, int]]
+    line: int
+    column: int
+    end_line: int
+    end_column: int
+    confidence: Confidence
+    symbol: SymbolEntry | None = None
+
+    @property
+    def uri(self) -> str:
+        return self.document.file.uri
+
+    @property
+    def version(self) -> int | None:
+        return self.document.version
+
+    def to_json(self) -> dict[str, Any]:
+        """The resolved target as results show it (``target`` of B6.4)."""
+        file = self.document.file
+        out: dict[str, Any] = {"path": file.display, "line": self.line, "column": self.column}
+        if self.symbol is not None:
+            out["symbol"] = self.symbol.qualified_name
+            out["kind"] = self.symbol.kind_label
+            out["id"] = symbol_id(self.symbol)
+        out["confidence"] = self.confidence
+        if self.version is not None:
+            out["version"] = self.version
+        return out
+
+
+def symbol_id(entry: SymbolEntry) -> str:
+    """A symbol's id within its document: ``<qualifiedName>@<1-based line of its name>``."""
+    return f"{entry.qualified_name}@{entry.selection_line + 1}"
+
+
+def symbol_candidate(entry: SymbolEntry, document: Document) -> dict[str, Any]:
+    """The candidate shape of B4.5: ``{id, qualifiedName, kind, path, rootId, line, endLine, container}``."""
+    return {
+        "id": symbol_id(entry),
+        "qualifiedName": entry.qualified_name,
+        "kind": entry.kind_label,
+        "path": document.file.display,
+        "rootId": document.file.root.id,
+        "line": entry.selection_line + 1,
+        "endLine": entry.end_line + 1,
+        "container": entry.container,
+    }
+
+
+def match_symbols(entries: Sequence[SymbolEntry], query: str, kind: str | None = None) -> list[SymbolEntry]:
+    """The entries ``query`` names: an id (``A.b@12``), a name, a qualified name, or a dotted suffix of one;
+    narrowed to ``kind`` when given. Document order is kept."""
+    name, at, line_text = query.rpartition("@")
+    if at and name and line_text.isdigit():
+        by_id = [e for e in entries if e.qualified_name == name and e.selection_line + 1 == int(line_text)]
+        if by_id:
+            return _of_kind(by_id, kind)
+    suffix = "." + query
+    matches = [
+        e
+        for e in entries
+        if e.name == query or e.qualified_name == query or e.qualified_name.endswith(suffix)
+    ]
+    return _of_kind(matches, kind)
+
+
+def _of_kind(entries: list[SymbolEntry], kind: str | None) -> list[SymbolEntry]:
+    if kind is None:
+        return entries
+    number = kind_number(kind)
+    return [e for e in entries if e.kind == number]
+
+
+def resolve_target(
+    target: Target,
+    document: Document,
+    symbols: Sequence[SymbolEntry] | None,
+    encoding: PositionEncoding,
+    *,
+    first_match: bool = False,
+) -> ResolvedTarget:
+    """Resolve ``target`` in ``document`` (whose file the caller resolved from ``target.path``).
+
+    :param symbols: the flattened ``documentSymbol`` answer; needed only when ``target.symbol`` is set.
+    :param first_match: take the first of several matching symbols instead of failing as ambiguous
+        (reads only; a mutation never passes it, B4.6).
+    :raises SymbolNotFound | AmbiguousTarget | AnchorNotFound | TargetOutOfRange: with what to do next.
+    """
+    if target.symbol is not None:
+        return _resolve_symbol(target, target.symbol, document, symbols or (), encoding, first_match)
+    assert target.line is not None  # Target.from_json guarantees symbol or line
+    line = _checked_line(target.line, document)
+    text = document.line(line)
+    if target.match_text is not None:
+        index = _anchor_index(target, text, line, document)
+        confidence: Confidence = "anchor"
+        end_index = index + len(target.match_text)
+    elif target.column is not None:
+        if target.column - 1 > len(text):
+            raise TargetOutOfRange(
+                f"column {target.column} is past the end of line {target.line} of {document.file.display} "
+                f"({len(text)} characters): {_shown(text)}",
+                line=target.line,
+                currentLine=_shown(text),
+            )
+        index, end_index, confidence = target.column - 1, target.column - 1, "position"
+    else:
+        index = len(text) - len(text.lstrip())
+        index = 0 if index == len(text) else index
+        end_index, confidence = len(text), "line"
+    return _resolved(document, line, index, line, end_index, encoding, confidence, None)
+
+
+def _checked_line(line: int, document: Document) -> int:
+    if line > document.line_count:
+        raise TargetOutOfRange(
+            f"line {line} is past the end of {document.file.display} ({document.line_count} lines)",
+            lineCount=document.line_count,
+        )
+    return line - 1
+
+
+def _shown(text: str, limit: int = 200) -> str:
+    return text if len(text) <= limit else text[:limit] + "…"
+
+
+def _anchor_index(target: Target, text: str, line: int, document: Document) -> int:
+    anchor = target.match_text
+    assert anchor is not None
+    occurrences = []
+    start = text.find(anchor)
+    while start >= 0:
+        occurrences.append(start)
+        start = text.find(anchor, start + 1)
+    if occurrences:
+        if target.column is None:
+            return occurrences[0]
+        wanted = target.column - 1
+        return min(occurrences, key=lambda index: (abs(index - wanted), index))
+    elsewhere = [n + 1 for n in range(document.line_count) if anchor in document.line(n)][:5]
+    hint = (
+        f"; it occurs on line{'s' if len(elsewhere) > 1 else ''} {', '.join(map(str, elsewhere))}"
+        if elsewhere
+        else "; it does not occur in the file"
+    )
+    error = AnchorNotFound(
+        f"matchText {anchor!r} is not on line {line + 1} of {document.file.display}{hint}. "
+        f"The line now reads: {_shown(text)!r}",
+        line + 1,
+        _shown(text),
+    )
+    error.fields["foundOnLines"] = elsewhere
+    raise error
+
+
+def _resolve_symbol(
+    target: Target,
+    query: str,
+    document: Document,
+    symbols: Sequence[SymbolEntry],
+    encoding: PositionEncoding,
+    first_match: bool,
+) -> ResolvedTarget:
+    matches = match_symbols(symbols, query, target.kind)
+    if len(matches) > 1 and target.line is not None:
+        on_line = [e for e in matches if e.selection_line + 1 == target.line]
+        if not on_line:
+            holder = enclosing_symbol(matches, target.line - 1)
+            on_line = [holder] if holder is not None else []
+        matches = on_line or matches
+    if not matches:
+        raise _not_found(target, query, document, symbols)
+    if len(matches) > 1 and not first_match:
+        shown = matches[:MAX_CANDIDATES]
+        more = f" (first {len(shown)} listed)" if len(matches) > len(shown) else ""
+        raise AmbiguousTarget(
+            f"{len(matches)} symbols match {query!r} in {document.file.display}{more}: call again with "
+            "target.symbol set to one candidate's id, or add target.kind or target.line"
+            + ("" if first_match else ", or pass firstMatch: true to take the first"),
+            [symbol_candidate(entry, document) for entry in shown],
+        )
+    entry = matches[0]
+    confidence: Confidence = "symbol" if len(matches) == 1 else "firstMatch"
+    line, index = _name_start(entry, document, encoding)
+    end = entry.range["end"]
+    end_line = min(end["line"], max(document.line_count - 1, 0))
+    end_index = document.column_index(end_line, end["character"], encoding)
+    resolved = _resolved(document, line, index, end_line, end_index, encoding, confidence, entry)
+    # The symbol's whole declaration, as the server gave it (what includeBody and code_replace use).
+    return dataclasses.replace(resolved, range=dict(entry.range))
+
+
+def _name_start(entry: SymbolEntry, document: Document, encoding: PositionEncoding) -> tuple[int, int]:
+    """The 0-based line and code-point index of the symbol's name.
+
+    ``selectionRange.start`` is the name for a ``DocumentSymbol``; a ``SymbolInformation`` (and some
+    servers' document symbols) start at the declaration (``def``, ``export``), where a hover or a
+    definition request finds nothing. The name is looked for from there, a few lines at most.
+    """
+    start = entry.selection_range["start"]
+    line = start["line"]
+    index = document.column_index(line, start["character"], encoding)
+    if document.line(line).startswith(entry.name, index):
+        return line, index
+    last = min(entry.end_line, line + _NAME_SEARCH_LINES - 1, document.line_count - 1)
+    for number in range(line, last + 1):
+        text = document.line(number)
+        found = _word_index(text, entry.name, index if number == line else 0)
+        if found >= 0:
+            return number, found
+    return line, index
+
+
+def _word_index(text: str, word: str, start: int) -> int:
+    position = text.find(word, start)
+    while position >= 0:
+        before = text[position - 1] if position else " "
+        after_index = position + len(word)
+        after = text[after_index] if after_index < len(text) else " "
+        if not (before.isalnum() or before == "_") and not (after.isalnum() or after == "_"):
+            return position
+        position = text.find(word, position + 1)
+    return -1
+
+
+def _not_found(
+    target: Target, query: str, document: Document, symbols: Sequence[SymbolEntry]
+) -> SymbolNotFound:
+    where = document.file.display
+    if target.kind is not None:
+        other_kinds = sorted({e.kind_label for e in match_symbols(symbols, query)})
+        if other_kinds:
+            return SymbolNotFound(
+                f"symbol {query!r} in {where} is not a {target.kind} (it is: {', '.join(other_kinds)}); "
+                "drop target.kind or use one of those",
+                [e.qualified_name for e in match_symbols(symbols, query)][:MAX_NEAREST],
+            )
+    if not symbols:
+        return SymbolNotFound(
+            f"symbol {query!r} not found: the server reported no symbols in {where}; "
+            "point at it with target.line and target.matchText instead",
+            [],
+        )
+    pool = list(dict.fromkeys([e.qualified_name for e in symbols] + [e.name for e in symbols]))
+    nearest = difflib.get_close_matches(query, pool, n=MAX_NEAREST, cutoff=0.5)
+    tail = query.rpartition(".")[2]
+    if tail != query:
+        nearest += [
+            n for n in difflib.get_close_matches(tail, pool, n=MAX_NEAREST, cutoff=0.6) if n not in nearest
+        ]
+    lowered = query.lower()
+    nearest += [n for n in pool if lowered in n.lower() and n not in nearest]
+    nearest = nearest[:MAX_NEAREST]
+    hint = f"; nearest: {', '.join(nearest)}" if nearest else ""
+    return SymbolNotFound(
+        f"symbol {query!r} not found in {where}{hint}. code_symbols with this path lists its symbols",
+        nearest,
+    )
+
+
+def _resolved(
+    document: Document,
+    line: int,
+    index: int,
+    end_line: int,
+    end_index: int,
+    encoding: PositionEncoding,
+    confidence: Confidence,
+    entry: SymbolEntry | None,
+) -> ResolvedTarget:
+    position = document.lsp_position(line, index, encoding)
+    end = document.lsp_position(end_line, end_index, encoding)
+    return ResolvedTarget(
+        document=document,
+        position=position,
+        range={"start": dict(position), "end": end},
+        line=line + 1,
+        column=index + 1,
+        end_line=end_line + 1,
+        end_column=end_index + 1,
+        confidence=confidence,
+        symbol=entry,
+    )

@@ -1,0 +1,115 @@
+"""Document text for the tools: lines, 1-based columns for the model, LSP positions for servers.
+
+Two coordinate systems meet here. The model reads and writes *1-based lines and columns counted in
+characters* (code points: what it sees in the file). Servers speak LSP positions, whose ``character``
+counts code units of the negotiated encoding (UTF-16 unless agreed otherwise). Every conversion goes
+through the shared helpers of :mod:`kandev_lsp.lsp.positions` (one rule for line breaks and clamping,
+written once for the endpoint, the diagnostics store and these tools).
+
+:class:`TextCache` reads files from disk once per operation (B8.12: bodies and snippets of one
+navigation share one read per file), bounded in size so a minified bundle cannot blow a result budget.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from typing import Any, Final, Protocol
+
+from kandev_lsp.intel.workspace import WorkspaceFile
+from kandev_lsp.lsp.positions import LineIndex, PositionEncoding
+
+__all__ = ["Document", "PositionEncoding", "TextCache", "TextSource"]
+
+#: Files larger than this are not read for snippets or bodies (their locations are still listed).
+MAX_TEXT_BYTES: Final = 8 * 1024 * 1024
+
+
+@dataclass(slots=True)
+class Document:
+    """One file's text as of ``version`` (the server-facing version when the document is open)."""
+
+    file: WorkspaceFile
+    text: str
+    version: int | None = None
+    _index: LineIndex = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        self._index = LineIndex(self.text)
+
+    @property
+    def line_count(self) -> int:
+        """Number of lines (a final line break starts one more, empty, line, as LSP counts them)."""
+        return self._index.line_count
+
+    def line(self, line: int) -> str:
+        """Line ``line`` (0-based) without its line break; ``""`` past the end."""
+        return self._index.line_text(line)
+
+    def lsp_position(self, line: int, index: int, encoding: PositionEncoding) -> dict[str, int]:
+        """The LSP position of code point ``index`` of 0-based ``line``."""
+        start = self._index.offset(line, 0, encoding)
+        text_line = self.line(line)
+        index = max(0, min(index, len(text_line)))
+        lsp_line, character = self._index.position(start + index, encoding)
+        return {"line": lsp_line, "character": character}
+
+    def column_index(self, line: int, character: int, encoding: PositionEncoding) -> int:
+        """The code-point index in its line of an LSP ``character`` (clamped to the line)."""
+        return self._index.offset(line, character, encoding) - self._index.offset(line, 0, encoding)
+
+    def model_position(self, position: Any, encoding: PositionEncoding) -> tuple[int, int]:
+        """An LSP ``Position`` as the model's 1-based ``(line, column)``; malformed values give ``(1, 1)``."""
+        line, character = _position_values(position)
+        return line + 1, self.column_index(line, character, encoding) + 1
+
+
+def _position_values(position: Any) -> tuple[int, int]:
+    if not isinstance(position, dict):
+        return 0, 0
+    line, character = position.get("line"), position.get("character")
+    line = line if isinstance(line, int) and not isinstance(line, bool) and line >= 0 else 0
+    character = (
+        character if isinstance(character, int) and not isinstance(character, bool) and character >= 0 else 0
+    )
+    return line, character
+
+
+class TextSource(Protocol):
+    """Where the tools get file text: the document store for open documents, the disk otherwise."""
+
+    def document(self, file: WorkspaceFile) -> Document | None:
+        """The file's current text, or None when it cannot be read (too large, gone, not text)."""
+        ...
+
+
+class TextCache:
+    """A :class:`TextSource` reading from disk, each file once for the life of the cache.
+
+    Create one per tool call: a file edited on disk between two calls is read afresh by the next one.
+    ``overlay`` documents (open in a server, possibly newer than the disk) win over the disk.
+    """
+
+    def __init__(
+        self, overlay: dict[str, Document] | None = None, *, max_bytes: int = MAX_TEXT_BYTES
+    ) -> None:
+        self._cache: dict[str, Document | None] = dict(overlay or {})
+        self._max_bytes = max_bytes
+
+    def document(self, file: WorkspaceFile) -> Document | None:
+        """The file's text (decoded as UTF-8, undecodable bytes replaced), or None."""
+        if file.absolute not in self._cache:
+            self._cache[file.absolute] = self._read(file)
+        return self._cache[file.absolute]
+
+    def _read(self, file: WorkspaceFile) -> Document | None:
+        try:
+            if os.path.getsize(file.absolute) > self._max_bytes:
+                return None
+            with open(file.absolute, "rb") as handle:
+                data = handle.read(self._max_bytes + 1)
+        except OSError:
+            return None
+        if b"\x00" in data[:8192]:
+            return None  # a binary file: no lines to show
+        return Document(file, data.decode("utf-8", errors="replace"))

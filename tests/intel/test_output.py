@@ -1,0 +1,252 @@
+"""Locations for the model (B5.1-B5.5): Location and LocationLink, paths, snippets, limits, size budgets."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from kandev_lsp.intel.output import (
+    BODY_MAX_LINES,
+    DEFAULT_MAX_CHARS,
+    LocationOptions,
+    RawLocation,
+    build_locations,
+    normalize_locations,
+)
+from kandev_lsp.intel.text import Document, PositionEncoding, TextCache
+from kandev_lsp.intel.workspace import Workspace, WorkspaceFile
+
+UTF16 = PositionEncoding.UTF16
+
+
+def _range(line: int, start: int, end_line: int, end: int) -> dict[str, Any]:
+    return {"start": {"line": line, "character": start}, "end": {"line": end_line, "character": end}}
+
+
+def _loc(uri: str, line: int, start: int, end: int | None = None) -> dict[str, Any]:
+    return {"uri": uri, "range": _range(line, start, line, start + 3 if end is None else end)}
+
+
+@pytest.fixture
+def workspace(tmp_path: Path) -> Workspace:
+    root = tmp_path / "proj"
+    (root / "src").mkdir(parents=True)
+    (root / "src" / "a.ts").write_text(
+        "import { fetchModels } from './b';\n"
+        "\n"
+        "export function main() {\n"
+        "  const m = fetchModels();\n"
+        "  return m;\n"
+        "}\n"
+    )
+    (root / "src" / "b.ts").write_text(
+        "export function fetchModels() {\n" + "".join(f"  step({n});\n" for n in range(300)) + "}\n"
+    )
+    (root / "min.js").write_text("var a=1;" * 5000 + "fetchModels();" + "var b=2;" * 5000 + "\n")
+    return Workspace([root])
+
+
+def _uri(workspace: Workspace, relative: str) -> str:
+    return workspace.resolve(relative).uri
+
+
+def _build(workspace: Workspace, answer: Any, **options: Any) -> dict[str, Any]:
+    max_chars = options.pop("max_chars", DEFAULT_MAX_CHARS)
+    opts = LocationOptions(max_chars=max_chars, **options)
+    return build_locations(normalize_locations(answer), workspace, TextCache(), UTF16, opts)
+
+
+def test_normalize_accepts_every_shape() -> None:
+    location = {"uri": "file:///w/a.ts", "range": _range(1, 2, 1, 5)}
+    link = {
+        "originSelectionRange": _range(9, 0, 9, 3),
+        "targetUri": "file:///w/b.ts",
+        "targetRange": _range(0, 0, 4, 1),
+        "targetSelectionRange": _range(0, 16, 0, 27),
+    }
+    assert normalize_locations(None) == []
+    assert normalize_locations(location) == [RawLocation("file:///w/a.ts", _range(1, 2, 1, 5))]
+    assert normalize_locations([location, link, {"uri": 3}, "x", {"targetUri": "file:///x"}]) == [
+        RawLocation("file:///w/a.ts", _range(1, 2, 1, 5)),
+        RawLocation("file:///w/b.ts", _range(0, 16, 0, 27), _range(0, 0, 4, 1)),
+    ]
+    without_selection = {"targetUri": "file:///w/b.ts", "targetRange": _range(0, 0, 4, 1)}
+    assert normalize_locations([without_selection])[0].range == _range(0, 0, 4, 1)
+
+
+def test_references_grouped_by_file_with_relative_paths_and_snippets(workspace: Workspace) -> None:
+    a, b = _uri(workspace, "src/a.ts"), _uri(workspace, "src/b.ts")
+    answer = [_loc(a, 3, 12, 23), _loc(b, 0, 16, 27), _loc(a, 0, 9, 20), _loc(a, 3, 12, 23)]  # one duplicate
+    result = _build(workspace, answer)
+    assert result == {
+        "files": [
+            {
+                "path": "src/a.ts",
+                "locations": [
+                    {
+                        "line": 1,
+                        "column": 10,
+                        "endColumn": 21,
+                        "snippet": "import { fetchModels } from './b';",
+                    },
+                    {"line": 4, "column": 13, "endColumn": 24, "snippet": "const m = fetchModels();"},
+                ],
+            },
+            {
+                "path": "src/b.ts",
+                "locations": [
+                    {"line": 1, "column": 17, "endColumn": 28, "snippet": "export function fetchModels() {"}
+                ],
+            },
+        ],
+        "totalFound": 3,
+        "shown": 3,
+        "truncated": False,
+    }
+
+
+def test_context_widens_the_snippet_to_a_window(workspace: Workspace) -> None:
+    a = _uri(workspace, "src/a.ts")
+    location = _build(workspace, [_loc(a, 3, 12, 23)], context=1)["files"][0]["locations"][0]
+    assert location["snippet"] == "export function main() {\n  const m = fetchModels();\n  return m;"
+    assert location["snippetStartLine"] == 3
+    first = _build(workspace, [_loc(a, 0, 9, 20)], context=3)["files"][0]["locations"][0]
+    assert first["snippet"].splitlines()[0] == "import { fetchModels } from './b';"
+    assert "snippetStartLine" not in first  # the window starts at the location's own line
+
+
+def test_limit_truncates_and_keeps_the_total(workspace: Workspace) -> None:
+    b = _uri(workspace, "src/b.ts")
+    answer = [_loc(b, line, 2, 6) for line in range(1, 301)]
+    default = _build(workspace, answer)
+    assert (default["shown"], default["totalFound"], default["truncated"]) == (100, 300, True)
+    assert default["truncatedBy"] == "limit"
+    assert sum(len(group["locations"]) for group in default["files"]) == 100
+    assert _build(workspace, answer, limit=500)["shown"] == 300
+    with pytest.raises(ValueError, match="limit must be 1-500"):
+        LocationOptions(limit=501)
+    with pytest.raises(ValueError, match="context must be 0-3"):
+        LocationOptions(context=4)
+
+
+def test_the_size_budget_truncates_before_the_count_does(workspace: Workspace) -> None:
+    b = _uri(workspace, "src/b.ts")
+    answer = [_loc(b, line, 2, 6) for line in range(1, 301)]
+    result = _build(workspace, answer, limit=500, context=3, max_chars=4000)
+    assert result["truncated"] is True and result["truncatedBy"] == "size"
+    assert 0 < result["shown"] < 300 and result["totalFound"] == 300
+    assert len(json.dumps(result)) < 4000
+
+
+def test_a_popular_symbol_stays_well_under_what_clients_accept(workspace: Workspace) -> None:
+    """The widest default-budget answer (500 locations, context 3, bodies) stays under 128k characters."""
+    b, minified = _uri(workspace, "src/b.ts"), _uri(workspace, "min.js")
+    answer = [_loc(b, line, 2, 6) for line in range(0, 301)] + [_loc(minified, 0, 40000, 40011)] * 3
+    result = _build(workspace, answer, limit=500, context=3, include_body=True)
+    assert len(json.dumps(result)) <= DEFAULT_MAX_CHARS < 128_000
+
+
+def test_long_lines_are_cut_around_the_match(workspace: Workspace) -> None:
+    minified = _uri(workspace, "min.js")
+    location = _build(workspace, [_loc(minified, 0, 40000, 40011)])["files"][0]["locations"][0]
+    assert "fetchModels" in location["snippet"]
+    assert location["snippet"].startswith("…") and location["snippet"].endswith("…")
+    assert len(location["snippet"]) <= 242
+
+
+def test_include_body_from_a_location_link_capped_at_200_lines(workspace: Workspace) -> None:
+    b = _uri(workspace, "src/b.ts")
+    link = {"targetUri": b, "targetRange": _range(0, 0, 301, 1), "targetSelectionRange": _range(0, 16, 0, 27)}
+    location = _build(workspace, [link], include_body=True)["files"][0]["locations"][0]
+    assert (location["line"], location["column"]) == (1, 17)
+    assert location["body"].splitlines()[0] == "export function fetchModels() {"
+    assert len(location["body"].splitlines()) == BODY_MAX_LINES
+    assert (location["bodyStartLine"], location["bodyEndLine"]) == (1, 200)
+    assert location["bodyTruncated"] is True and location["bodyLines"] == 302
+    without = _build(workspace, [link])["files"][0]["locations"][0]
+    assert "body" not in without
+
+
+def test_include_body_asks_the_caller_for_a_plain_location(workspace: Workspace) -> None:
+    a = _uri(workspace, "src/a.ts")
+    asked: list[tuple[str, dict[str, Any]]] = []
+
+    def finder(file: WorkspaceFile, rng: dict[str, Any]) -> dict[str, Any] | None:
+        asked.append((file.display, rng))
+        return _range(2, 0, 5, 1)
+
+    raw = normalize_locations([_loc(a, 2, 16, 20)])
+    result = build_locations(
+        raw, workspace, TextCache(), UTF16, LocationOptions(include_body=True), body_range=finder
+    )
+    location = result["files"][0]["locations"][0]
+    assert location["body"] == "export function main() {\n  const m = fetchModels();\n  return m;\n}"
+    assert asked == [("src/a.ts", _range(2, 16, 2, 20))]
+
+
+def test_a_body_over_the_budget_is_dropped_before_the_location(workspace: Workspace) -> None:
+    b = _uri(workspace, "src/b.ts")
+    link = {"targetUri": b, "targetRange": _range(0, 0, 301, 1), "targetSelectionRange": _range(0, 16, 0, 27)}
+    result = _build(workspace, [link], include_body=True, max_chars=1000)
+    location = result["files"][0]["locations"][0]
+    assert "body" not in location and location["bodyOmitted"] == "result size budget"
+    assert result["truncated"] is False
+
+
+def test_uris_outside_the_workspace_are_omitted_and_counted(workspace: Workspace, tmp_path: Path) -> None:
+    outside = tmp_path / "site-packages" / "lib.py"
+    outside.parent.mkdir()
+    outside.write_text("SECRET = 1\n")
+    (Path(workspace.roots[0].path) / "escape.py").symlink_to(outside)
+    answer = [
+        _loc(outside.as_uri(), 0, 0),
+        _loc((Path(workspace.roots[0].path) / "escape.py").as_uri(), 0, 0),
+        _loc("untitled:Untitled-1", 0, 0),
+        _loc(_uri(workspace, "src/a.ts"), 0, 9),
+    ]
+    result = _build(workspace, answer)
+    assert result["omitted"] == {"outsideWorkspace": 2, "nonFileUri": 1}
+    assert [group["path"] for group in result["files"]] == ["src/a.ts"]
+    assert "SECRET" not in json.dumps(result) and "site-packages" not in json.dumps(result)
+
+
+def test_multi_root_paths_are_root_qualified(tmp_path: Path) -> None:
+    for name in ("front", "back"):
+        (tmp_path / name / "src").mkdir(parents=True)
+        (tmp_path / name / "src" / "index.ts").write_text(f"export const {name} = 1;\n")
+    workspace = Workspace([tmp_path / "front", tmp_path / "back"])
+    answer = [_loc((tmp_path / n / "src" / "index.ts").as_uri(), 0, 13) for n in ("front", "back")]
+    result = _build(workspace, answer)
+    assert [group["path"] for group in result["files"]] == ["back/src/index.ts", "front/src/index.ts"]
+
+
+def test_unreadable_files_keep_their_positions(workspace: Workspace) -> None:
+    root = Path(workspace.roots[0].path)
+    (root / "blob.bin").write_bytes(b"\x00\x01binary")
+    result = _build(workspace, [_loc((root / "blob.bin").as_uri(), 4, 2)])
+    assert result["files"][0]["locations"] == [{"line": 5, "column": 3}]
+
+
+def test_columns_are_characters_not_utf16_units(tmp_path: Path) -> None:
+    (tmp_path / "e.py").write_text('s = "😀"; name = 1\n')
+    workspace = Workspace([tmp_path])
+    answer = [_loc(workspace.resolve("e.py").uri, 0, 10, 14)]  # UTF-16 units: the emoji counts two
+    location = _build(workspace, answer)["files"][0]["locations"][0]
+    assert (location["column"], location["endColumn"]) == (10, 14)
+    doc = TextCache().document(workspace.resolve("e.py"))
+    assert isinstance(doc, Document) and doc.line(0)[location["column"] - 1 :].startswith("name")
+
+
+def test_text_cache_reads_each_file_once_and_prefers_the_overlay(workspace: Workspace) -> None:
+    file = workspace.resolve("src/a.ts")
+    cache = TextCache({file.absolute: Document(file, "open buffer\n", version=3)})
+    document = cache.document(file)
+    assert document is not None and document.line(0) == "open buffer" and document.version == 3
+    other = workspace.resolve("src/b.ts")
+    first = cache.document(other)
+    Path(other.absolute).write_text("changed\n")
+    assert cache.document(other) is first  # one operation sees one text
+    assert TextCache().document(other).line(0) == "changed"  # type: ignore[union-attr]
+    assert TextCache(max_bytes=4).document(other) is None
