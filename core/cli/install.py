@@ -4,8 +4,10 @@ Imported by every ``kandev-lsp`` run to register the subcommands, so the module 
 asyncio and the installers are imported inside the handlers.
 
 Exit codes: 0 done (or already installed / nothing to remove), 1 the install failed or nothing can
-install the language here, 2 usage (unknown language, bad flags), 130 cancelled with Ctrl-C. With
-``--json`` the result is printed as one JSON object on stdout in every case; progress goes to stderr (a
+install the language here, 2 usage (unknown language, bad flags). SIGINT (Ctrl-C), SIGTERM and SIGHUP
+cancel the install: npm/go are stopped with their whole tree, the staging folder is removed, and then
+the process dies by the same signal (a shell shows 130, 143 or 129). With ``--json`` the result is
+printed as one JSON object on stdout in every case, a cancellation included; progress goes to stderr (a
 bar on a terminal, one line per phase otherwise).
 """
 
@@ -16,11 +18,19 @@ import sys
 import time
 from typing import TYPE_CHECKING, Any, TextIO
 
-from kandev_lsp.cli.common import add_task_arguments, load_plugins, print_json, task_from_args
+from kandev_lsp.cli.common import (
+    add_settings_argument,
+    add_task_arguments,
+    load_plugins,
+    load_user_settings,
+    print_json,
+    task_from_args,
+)
 from kandev_lsp.errors import UnknownLanguageError
 from kandev_lsp.platform import HostPlatform
 
 if TYPE_CHECKING:
+    from kandev_lsp.cancel import SignalCancel
     from kandev_lsp.host import PluginHost
     from kandev_lsp.install import InstallProgress, InstallReceipt
     from kandev_lsp.taskenv import Task
@@ -43,7 +53,8 @@ def add_install_parsers(subparsers: argparse._SubParsersAction[argparse.Argument
         description=(
             "Install the pinned server for LANG (or --version) into <task HOME>/.kandev/lsp-servers, verify "
             "that it runs, and make it current. An install that is already current is reused. Exit 0 "
-            "installed, 1 failed (the previous version stays current), 2 usage, 130 cancelled."
+            "installed, 1 failed (the previous version stays current), 2 usage; SIGINT, SIGTERM and SIGHUP "
+            "cancel it (nothing left running or half-written), then it dies by that signal."
         ),
     )
     install.add_argument("language", metavar="LANG")
@@ -58,6 +69,7 @@ def add_install_parsers(subparsers: argparse._SubParsersAction[argparse.Argument
     )
     install.add_argument("--json", action="store_true", help="print the receipt (or the error) as JSON")
     add_task_arguments(install)
+    add_settings_argument(install)
     install.set_defaults(handler=run_install)
 
     uninstall = subparsers.add_parser(
@@ -150,9 +162,10 @@ def _bar(done: int, total: int | None, width: int) -> str:
 # Handlers -------------------------------------------------------------------------------------------
 def run_install(args: argparse.Namespace) -> int:
     import asyncio
+    import signal
 
+    from kandev_lsp.cancel import die_by_signal
     from kandev_lsp.install import InstallCancelled, InstallError, NoInstallerError
-    from kandev_lsp.settings import load_settings
 
     plugins = load_plugins()
     task = task_from_args(args)
@@ -162,16 +175,24 @@ def run_install(args: argparse.Namespace) -> int:
         plugins.language(args.language)
     except UnknownLanguageError as exc:
         return _usage(args, str(exc))
-    base_urls = load_settings(known=plugins.languages()).release_base_urls
+    base_urls = load_user_settings(args, plugins.languages()).release_base_urls
     printer = ProgressPrinter(sys.stderr, tty=sys.stderr.isatty() and not args.json)
     outcome: dict[str, Any] = {"schema": INSTALL_SCHEMA, "version": SCHEMA_VERSION, "language": args.language}
+    signals: list[SignalCancel] = []
     try:
         receipt = asyncio.run(
-            _install(plugins, task, args.language, args.server_version, args.sha256, printer, base_urls)
+            _install(
+                plugins, task, args.language, args.server_version, args.sha256, printer, base_urls, signals
+            )
         )
     except (KeyboardInterrupt, InstallCancelled):
         printer.finish()
-        return _report(args, outcome | {"status": "cancelled", "error": "cancelled"}, EXIT_CANCELLED)
+        received = signals[0].received if signals else None
+        name = signal.Signals(received).name if received is not None else "SIGINT"
+        _report(args, outcome | {"status": "cancelled", "error": f"cancelled by {name}"}, EXIT_CANCELLED)
+        # Everything is stopped and removed by now: leave the way the signal asked.
+        die_by_signal(received if received is not None else int(signal.SIGINT))
+        return EXIT_CANCELLED
     except NoInstallerError as exc:
         printer.finish()
         return _report(args, outcome | {"status": "no_installer", "error": str(exc)}, EXIT_FAILED)
@@ -197,13 +218,22 @@ async def _install(
     sha256: str | None,
     printer: ProgressPrinter,
     base_urls: dict[str, str] | Any,
+    signals: list[SignalCancel],
 ) -> InstallReceipt:
+    from kandev_lsp.cancel import CancelToken, SignalCancel
     from kandev_lsp.install import InstallManager
 
-    # Leaving this block by Ctrl-C (the task is cancelled) stops npm/go and removes the staging folder
-    # before asyncio.run returns.
-    async with InstallManager(plugins, release_base_urls=base_urls) as manager:
-        return await manager.install(language, task, version=version, sha256=sha256, progress=printer)
+    # A cancelling signal sets the token; the install then stops npm/go (the whole tree) and removes its
+    # staging folder, and leaving the manager's block waits for all of it, before asyncio.run returns.
+    cancel = CancelToken()
+    async with (
+        SignalCancel(cancel) as handler,
+        InstallManager(plugins, release_base_urls=base_urls) as manager,
+    ):
+        signals.append(handler)
+        return await manager.install(
+            language, task, version=version, sha256=sha256, progress=printer, cancel=cancel
+        )
 
 
 def run_uninstall(args: argparse.Namespace) -> int:

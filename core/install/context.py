@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
 from urllib.parse import urlsplit, urlunsplit
 
-from kandev_lsp.discovery import LocalFileProbe, ProbeStatus, in_folder
+from kandev_lsp.discovery import IN_WORKSPACE, LocalFileProbe, ProbeStatus, in_folder
 from kandev_lsp.install.errors import InstallError, ToolchainMissingError
 from kandev_lsp.install.plan import InstallPlan
 from kandev_lsp.install.progress import ProgressFanout
@@ -49,6 +49,13 @@ class InstallContext:
     cancel: CancelToken | None = None
     supervisor: ProcessSupervisor | None = None
     timeout: float | None = None
+    #: Given to every process the install starts, and recorded beside the staging folder, so that the
+    #: next install can find them if this one dies (:mod:`kandev_lsp.install.owners`).
+    owner_token: str | None = None
+
+    @property
+    def owner_tokens(self) -> tuple[str, ...]:
+        return (self.owner_token,) if self.owner_token else ()
 
     @property
     def language(self) -> str:
@@ -66,6 +73,22 @@ class Staged:
     source: str
     toolchain: dict[str, str] = field(default_factory=dict)
     sha256: str | None = None
+
+
+def in_task(ctx: InstallContext, argv: Sequence[str], env: TaskEnvironment | None = None) -> list[str]:
+    """``argv`` with ``argv[0]`` found by the one lookup against the *task's* workspace.
+
+    The process layer checks a command against the working folder it is started in, and an installer
+    runs in the staging or scratch folder: without this, ``npm`` or ``go`` found through a PATH entry
+    inside the task workspace (``<ws>/node_modules/.bin/npm``) would run (issue 7 item 1).
+
+    :raises kandev_lsp.process.ProcessStartError: nothing that may run (``CommandNotFoundError``: none).
+    """
+    from kandev_lsp.process import locate_executable
+
+    task_env = env or ctx.task.env
+    probe = LocalFileProbe(task_env.host)
+    return [locate_executable(argv[0], task_env, ctx.task.workspace, probe), *argv[1:]]
 
 
 async def run_tool(
@@ -88,17 +111,20 @@ async def run_tool(
 
     try:
         result = await run(
-            list(argv),
+            in_task(ctx, argv, env),
             env=env or ctx.task.env,
             cwd=str(ctx.staging),
             timeout=ctx.timeout,
             cancel=ctx.cancel,
             supervisor=ctx.supervisor,
+            owner_tokens=ctx.owner_tokens,
         )
     except CommandNotFoundError as exc:
         raise ToolchainMissingError(
             ctx.language,
-            f"cannot install the {ctx.language} server: {argv[0]} was not found on the task's PATH. {missing}",
+            f"cannot install the {ctx.language} server: {argv[0]} was not found on the task's PATH"
+            + (f" outside the task workspace ({exc.reason})" if IN_WORKSPACE in exc.reason else "")
+            + f". {missing}",
         ) from exc
     except ProcessStartError as exc:
         raise InstallError(ctx.language, f"cannot install the {ctx.language} server: {exc}") from exc
@@ -124,13 +150,14 @@ async def tool_output(ctx: InstallContext, argv: Sequence[str], *, timeout: floa
 
     try:
         result = await run(
-            list(argv),
+            in_task(ctx, argv),
             env=ctx.task.env,
             cwd=str(ctx.scratch),
             timeout=timeout,
             cancel=ctx.cancel,
             supervisor=ctx.supervisor,
             output_limit=64 * 1024,
+            owner_tokens=ctx.owner_tokens,
         )
     except (ProcessStartError, ProcessTimeout) as exc:
         log.debug("%s could not tell: %s", " ".join(argv), exc)

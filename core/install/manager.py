@@ -11,6 +11,12 @@ its :class:`~kandev_lsp.cancel.CancelToken` set) does not stop the install for t
 caller leaves, the install is cancelled, its processes are stopped and its staging folder removed.
 Across processes sharing one HOME, the file lock ``<cache>/<language>/.lock`` serialises installs, and
 whoever takes it second finds the version already current and reuses it.
+
+A dead install. The lock dies with its holder, but an install killed with SIGKILL leaves its staging
+folder and possibly processes: on Linux its npm/go dies with it (parent-death signal), their children do
+not. Each install records its owner and its processes' owner token beside the staging folder
+(:mod:`kandev_lsp.install.owners`); the next holder of the lock kills whatever carries a recorded token
+*first*, then removes the staging folders, so nothing re-creates them afterwards.
 """
 
 from __future__ import annotations
@@ -29,6 +35,7 @@ from kandev_lsp.install.cache import ServerCache, cached_languages, remove_tree
 from kandev_lsp.install.context import InstallContext, Staged
 from kandev_lsp.install.errors import InstallCancelled, InstallError, NoInstallerError
 from kandev_lsp.install.locks import hold_file_lock
+from kandev_lsp.install.owners import InstallOwner, new_owner_token, record_owner, recorded_owners
 from kandev_lsp.install.plan import InstallPlan, plan_install
 from kandev_lsp.install.progress import InstallProgress, ProgressCallback, ProgressFanout
 from kandev_lsp.install.receipts import InstallReceipt, utc_now, write_receipt
@@ -251,6 +258,7 @@ class InstallManager:
         try:
             cache.prepare()
             async with hold_file_lock(cache.lock_path):
+                await _sweep_dead_installs(cache)
                 cache.clean_leftovers()
                 reused = self._reusable(cache, plan, task)
                 if reused is not None:
@@ -279,6 +287,24 @@ class InstallManager:
     async def _install_locked(
         self, spec: LanguageSpec, plan: InstallPlan, task: Task, fanout: ProgressFanout, cache: ServerCache
     ) -> InstallReceipt:
+        owner = InstallOwner.current(new_owner_token())
+        record = record_owner(cache.folder, owner)
+        try:
+            return await self._install_staged(spec, plan, task, fanout, cache, owner.token)
+        finally:
+            # Only now: every process of the install is stopped (run() returns or raises after that).
+            with contextlib.suppress(OSError):
+                record.unlink()
+
+    async def _install_staged(
+        self,
+        spec: LanguageSpec,
+        plan: InstallPlan,
+        task: Task,
+        fanout: ProgressFanout,
+        cache: ServerCache,
+        owner_token: str,
+    ) -> InstallReceipt:
         staging = cache.new_staging()
         # The check runs in an empty folder of its own: never the task's workspace (where project files
         # could change the outcome) nor a folder holding the executable (a process never runs a program
@@ -294,6 +320,7 @@ class InstallManager:
                 fanout,
                 supervisor=self._supervisor,
                 timeout=self._install_timeout,
+                owner_token=owner_token,
             )
             staged = await self._run_installer(ctx)
             fanout.phase("verifying", f"checking that {spec.command} {plan.version} runs")
@@ -416,3 +443,28 @@ class InstallManager:
         for shared in running:
             shared.abandon()
         await asyncio.gather(*(shared.task for shared in running if shared.task), return_exceptions=True)
+
+
+async def _sweep_dead_installs(cache: ServerCache) -> None:
+    """Kill the processes of installs that are no longer running, and forget their records.
+
+    Called under the language's lock, before the staging folders are removed: a record found there was
+    left by an install that cannot be running (it would hold the lock).
+    """
+    from kandev_lsp.process import reap_marked
+
+    for path, owner in recorded_owners(cache.folder):
+        if owner is not None:
+            killed = await reap_marked([owner.token])
+            state = "still runs, but its install ended" if owner.is_alive() else "is gone"
+            log.log(
+                logging.WARNING if killed else logging.DEBUG,
+                "install of %s by pid %d was interrupted (the process %s); stopped %d process(es) it left: %s",
+                cache.language,
+                owner.pid,
+                state,
+                len(killed),
+                ", ".join(map(str, killed)) or "none",
+            )
+        with contextlib.suppress(OSError):
+            path.unlink()

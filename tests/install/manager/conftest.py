@@ -209,6 +209,23 @@ class World:
         path.chmod(0o755)
         return path
 
+    def orphaning_go(self, started: Path) -> Path:
+        """A ``go`` whose ``install`` starts a background worker that keeps re-creating a folder in its
+        working directory (the staging folder), writes ``<go pid> <worker pid>`` to ``started`` and hangs:
+        the shape of an npm whose children outlive it. Other commands run the real go."""
+        path = self.tools / "go"
+        path.write_text(
+            "#!/bin/sh\n"
+            'if [ "$1" = install ]; then\n'
+            '  ( while :; do mkdir -p "$PWD/.still-writing"; sleep 0.05; done ) &\n'
+            f"  echo $$ $! >> {shlex.quote(str(started))}\n"
+            "  exec sleep 600\n"
+            "fi\n"
+            f'exec {shlex.quote(REAL_GO or "go")} "$@"\n'
+        )
+        path.chmod(0o755)
+        return path
+
 
 @pytest.fixture(scope="session")
 def go_caches(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str]]:

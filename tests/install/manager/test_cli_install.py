@@ -12,14 +12,17 @@ import signal
 import subprocess
 import sys
 import time
+import uuid
 from pathlib import Path
 from typing import Any
 
 import pytest
 from kandev_lsp.install.cache import ServerCache
+from kandev_lsp.testing import processes_tagged
 from kandev_lsp_go import LANGUAGE as GO
 
 GOPLS = "golang.org/x/tools/gopls"
+TAG = "KANDEV_TEST_TAG"
 
 
 def cli(*args: str, env_file: Path, timeout: float = 120) -> subprocess.CompletedProcess[str]:
@@ -90,30 +93,88 @@ def test_manual_languages_exit_1_and_unknown_languages_exit_2(world: Any, env_fi
     assert unknown.returncode == 2 and "unknown language 'cobol'" in unknown.stderr
 
 
-def test_ctrl_c_cancels_exits_130_and_leaves_nothing_running(world: Any, kit: Any, env_file: Path) -> None:
-    started = world.root / "started"
+def slow_go_task(world: Any, env_file: Path) -> str:
+    """Make the task's go a slow one whose worker outlives it (see ``orphaning_go``); tag the task so
+    every process it starts can be found from ``/proc``. Returns the tag."""
     (world.tools / "go").unlink()
-    world.hanging_go(started)
+    world.orphaning_go(world.root / "started")
+    tag = uuid.uuid4().hex
     data = json.loads(env_file.read_text())
     data["PATH"] = f"{world.tools}:/usr/bin:/bin"  # the fake go is a shell script
+    data[TAG] = tag
     env_file.write_text(json.dumps(data))
-    process = subprocess.Popen(
-        [sys.executable, "-m", "kandev_lsp.cli", "install", "go", "--env-file", str(env_file)],
+    return tag
+
+
+def start_install(world: Any, env_file: Path, *extra: str) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [sys.executable, "-m", "kandev_lsp.cli", "install", "go", "--env-file", str(env_file), *extra],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
         env={**os.environ, "KANDEV_LSP_SETTINGS": str(world.root / "no-settings.json")},
     )
+
+
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM, signal.SIGHUP], ids=lambda s: s.name)
+def test_a_cancelling_signal_stops_the_whole_tree_cleans_up_and_dies_by_that_signal(
+    world: Any, kit: Any, env_file: Path, signum: signal.Signals
+) -> None:
+    """Issue 7 item 5: SIGTERM and SIGHUP cancel like Ctrl-C; the CLI dies by the signal afterwards."""
+    tag = slow_go_task(world, env_file)
+    process = start_install(world, env_file, "--json")
     try:
-        [pid] = kit.wait_for_lines(started)
-        time.sleep(0.1)
-        process.send_signal(signal.SIGINT)
-        _, err = process.communicate(timeout=30)
+        [line] = kit.wait_for_lines(world.root / "started")
+        go, worker = map(int, line.split())
+        process.send_signal(signum)
+        out, err = process.communicate(timeout=30)
     finally:
         if process.poll() is None:
             process.kill()
             process.communicate()
-    assert process.returncode == 130, err
-    assert kit.gone(int(pid), timeout=0.0), "the go install outlived the CLI"
+        survivors = processes_tagged(TAG, tag)
+        for pid in survivors:
+            os.kill(pid, signal.SIGKILL)
+    assert process.returncode == -signum, err
+    assert json.loads(out) | {"error": ""} == {
+        "schema": "kandev-lsp/install", "version": 1, "language": "go", "status": "cancelled", "error": ""
+    }  # fmt: skip
+    assert signum.name in json.loads(out)["error"]
+    assert survivors == [], "processes of the install outlived the CLI"
+    assert kit.gone(go, timeout=0.0) and kit.gone(worker, timeout=0.0)
+    time.sleep(0.2)  # a surviving worker would re-create the staging folder by now
     cache = ServerCache(world.cache, "go")
     assert cache.leftovers() == [] and cache.current_name() is None
+
+
+def test_sigkill_takes_go_along_and_the_next_install_sweeps_what_it_left(
+    world: Any, kit: Any, env_file: Path
+) -> None:
+    """Issue 7 item 5: SIGKILL cannot be handled; go dies with the CLI (parent-death signal) and the
+    next ``kandev-lsp install`` kills the worker go left, then removes the staging folder."""
+    tag = slow_go_task(world, env_file)
+    process = start_install(world, env_file)
+    try:
+        [line] = kit.wait_for_lines(world.root / "started")
+        go, worker = map(int, line.split())
+        process.kill()
+        process.communicate(timeout=30)
+        assert kit.gone(go), "go outlived the SIGKILLed CLI"
+        assert not kit.gone(worker, timeout=0.0)  # re-parented: only the next install can find it
+        cache = ServerCache(world.cache, "go")
+        assert any(path.name.startswith(".staging-") for path in cache.leftovers())
+        (world.tools / "go").unlink()
+        os.symlink(kit.REAL_GO, world.tools / "go")
+        again = cli("install", "go", env_file=env_file)
+        assert again.returncode == 0, again.stderr
+        assert kit.gone(worker, timeout=0.0)
+        time.sleep(0.2)  # a surviving worker would re-create the staging folder by now
+        assert processes_tagged(TAG, tag) == []
+        assert cache.leftovers() == []
+        assert cache.current_name() is not None
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.communicate()
+        for pid in processes_tagged(TAG, tag):
+            os.kill(pid, signal.SIGKILL)

@@ -104,43 +104,50 @@ def test_two_processes_installing_at_once_install_once_and_both_succeed(world: A
     assert ServerCache(world.cache, "fakego").leftovers() == []
 
 
-def test_an_install_killed_with_sigkill_leaves_the_old_version_current_and_blocks_nobody(
+def test_an_install_killed_with_sigkill_takes_its_go_along_and_the_next_install_sweeps_the_rest(
     world: Any, kit: Any
 ) -> None:
+    """Issue 7 item 5: the go child dies with its owner (parent-death signal), the old version stays
+    current, and the next install kills the worker the go left behind *before* removing the staging
+    folder that worker keeps re-creating."""
     host = kit.plugin_host(kit.go_spec())
     asyncio.run(InstallManager(host).install("fakego", world.task()))  # v0.1.0 is current
     started = world.root / "started"
-    world.hanging_go(started)
+    world.orphaning_go(started)
     child = start_child(world, version="v0.2.0")
-    orphan = 0
+    go = worker = 0
     try:
-        [pid] = kit.wait_for_lines(started)
-        orphan = int(pid)
+        [line] = kit.wait_for_lines(started)
+        go, worker = map(int, line.split())
         os.kill(child.pid, signal.SIGKILL)
         child.communicate(timeout=10)
         cache = ServerCache(world.cache, "fakego")
-        # The dead install left its staging folder, and its go child still runs (orphaned)...
+        # The go install died with its owner; the worker it started lives on, re-parented...
+        assert kit.gone(go), "go outlived the SIGKILLed install"
+        assert not kit.gone(worker, timeout=0.0)
         assert any(p.name.startswith(".staging-") for p in cache.leftovers())
-        assert not kit.gone(orphan, timeout=0.0)
-        # ...but the server that was current still is, and still resolves.
+        # ...the server that was current still is, and still resolves.
         current = cache.current_receipt()
         assert current is not None and current.version == "v0.1.0"
         assert Resolver(host).resolve("fakego", world.task()).found
-        # The kernel released the lock with the process: the next install runs (while the orphan lives),
-        # cleans the leftovers and switches.
+        # The kernel released the lock with the process: the next install sweeps, cleans and switches.
         (world.tools / "go").unlink()
         receipt = asyncio.run(InstallManager(host).install("fakego", world.task(), version="v0.2.0"))
         assert receipt.version == "v0.2.0"
+        assert kit.gone(worker, timeout=0.0), "the next install left the dead install's worker running"
+        time.sleep(0.3)  # long enough for a surviving worker to re-create the staging folder
         assert cache.leftovers() == []
+        assert [name for name in os.listdir(cache.folder) if name.startswith(".owner-")] == []
         current = cache.current_receipt()
         assert current is not None and current.version == "v0.2.0"
     finally:
         if child.poll() is None:
             child.kill()
         child.communicate()
-        if orphan and not kit.gone(orphan, timeout=0.0):
-            os.kill(orphan, signal.SIGKILL)
-            kit.gone(orphan)
+        for pid in (go, worker):
+            if pid and not kit.gone(pid, timeout=0.0):
+                os.kill(pid, signal.SIGKILL)
+                kit.gone(pid)
 
 
 def test_a_lock_held_by_a_live_process_makes_the_next_install_wait(world: Any, kit: Any) -> None:
