@@ -80,6 +80,33 @@ def load_user_settings(
     return settings
 
 
+def settings_report(args: argparse.Namespace, known: Mapping[str, LanguageSpec]) -> dict[str, Any]:
+    """The settings file's state for ``doctor``: which file, whether it loads, what is ignored here.
+
+    Never raises for a bad file: doctor reports it (``error``) instead of stopping.
+    """
+    from kandev_lsp.errors import SettingsError
+    from kandev_lsp.settings import default_settings_path, load_settings
+
+    path = getattr(args, "settings", None) or default_settings_path()
+    report: dict[str, Any] = {"file": path, "present": os.path.exists(path), "error": None}
+    try:
+        settings = load_settings(path, known=known)
+    except SettingsError as exc:
+        report["error"] = str(exc)
+        return report | {"ignoredLanguages": {}, "warnings": []}
+    ignored = {name: list(ids) for name, ids in settings.ignored_languages.items()}
+    return report | {"ignoredLanguages": ignored, "warnings": settings.warnings()}
+
+
+def describe_settings(report: dict[str, Any]) -> list[str]:
+    """``doctor``'s text lines for :func:`settings_report`."""
+    if report["error"]:
+        return [f"!! settings   {report['error']}"]
+    state = "valid" if report["present"] else "absent (defaults apply)"
+    return [f"ok settings   {report['file']}: {state}", *(f"-- settings   {w}" for w in report["warnings"])]
+
+
 def parse_platform(text: str | None) -> HostPlatform:
     if not text:
         return HostPlatform.current()

@@ -5,7 +5,15 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from kandev_lsp.cli.common import add_task_arguments, load_plugins, print_json, task_from_args
+from kandev_lsp.cli.common import (
+    add_settings_argument,
+    add_task_arguments,
+    describe_settings,
+    load_plugins,
+    print_json,
+    settings_report,
+    task_from_args,
+)
 
 VERSION_TIMEOUT = 5.0
 
@@ -16,13 +24,14 @@ def add_doctor_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentPa
         help="check every language and toolchain for a task, and say what to do",
         description="For every language: where its server was found and its version, or why it was not "
         "found and what to do. Then the toolchains installers need (node, npm, go). Exit 0 when every "
-        "non-experimental language resolves, 1 otherwise.",
+        "non-experimental language resolves and the settings file is valid, 1 otherwise.",
     )
     parser.add_argument("--json", action="store_true", help="machine-readable output")
     parser.add_argument(
         "--no-version", action="store_true", help="do not run servers to learn their versions"
     )
     add_task_arguments(parser)
+    add_settings_argument(parser)
     parser.set_defaults(handler=run_doctor)
 
 
@@ -62,6 +71,8 @@ def run_doctor(args: argparse.Namespace) -> int:
         if not resolution.found and not spec.experimental:
             healthy = False
         languages.append(entry)
+    settings = settings_report(args, plugins.languages())
+    healthy = healthy and settings["error"] is None
     checks = toolchain_checks(task.env, plugins.languages().values())
     toolchains = [check.to_json() for check in checks]
     if args.json:
@@ -71,6 +82,7 @@ def run_doctor(args: argparse.Namespace) -> int:
                 "toolchains": toolchains,
                 "problems": [str(p) for p in plugins.problems],
                 "warnings": plugins.warnings,
+                "settings": settings,
             }
         )
         return 0 if healthy else 1
@@ -92,6 +104,8 @@ def run_doctor(args: argparse.Namespace) -> int:
         print(f"!! {problem}")
     for warning in plugins.warnings:
         print(f"-- {warning}")
+    for line in describe_settings(settings):
+        print(line)
     return 0 if healthy else 1
 
 

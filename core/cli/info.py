@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from kandev_lsp.cli.common import add_settings_argument, load_plugins, print_json
+from kandev_lsp.cli.common import add_settings_argument, load_plugins, load_user_settings, print_json
 
 
 def add_info_parsers(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -94,11 +94,11 @@ def run_plugins(args: argparse.Namespace) -> int:
 
 
 def run_config(args: argparse.Namespace) -> int:
-    from kandev_lsp.settings import language_settings, load_settings
+    from kandev_lsp.settings import language_settings
 
     plugins = load_plugins()
     spec = plugins.language(args.language)
-    user = load_settings(args.settings, known=plugins.languages())
+    user = load_user_settings(args, plugins.languages())
     settings = language_settings(plugins.default_settings(spec), user, spec.id)
     init_options = plugins.initialization_options(spec, settings)
     data: dict[str, Any] = {

@@ -236,3 +236,53 @@ def test_resolve_registers_only_its_own_subcommand() -> None:
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout
     loaded = out.strip().splitlines()[-1]
     assert loaded == "['kandev_lsp.cli.common', 'kandev_lsp.cli.resolve', 'logging']", loaded
+
+
+def test_doctor_and_config_take_settings_and_ignore_languages_without_a_plugin(tmp_path: Path) -> None:
+    """A third-party ``c`` in a shared settings file is a warning here, not a failure (item 13)."""
+    settings = tmp_path / "settings.json"
+    settings.write_text(
+        json.dumps({"lsp_auto_start_languages": ["c"], "lsp_server_configs": {"go": {"x": 1}, "c": {}}})
+    )
+    shown = cli("config", "go", "--settings", str(settings))
+    assert shown.returncode == 0, shown.stderr
+    assert json.loads(shown.stdout)["settings"]["x"] == 1
+    assert "no plugin on this host provides ['c']" in shown.stderr
+
+    doctor = cli("doctor", "--json", "--no-version", "--settings", str(settings), "--env", f"HOME={tmp_path}")
+    report = json.loads(doctor.stdout)["settings"]
+    assert report["file"] == str(settings) and report["error"] is None
+    assert report["ignoredLanguages"] == {"lsp_auto_start_languages": ["c"], "lsp_server_configs": ["c"]}
+
+    settings.write_text(json.dumps({"lsp_auto_install_languages": ["kotlin"]}))
+    broken = cli("doctor", "--no-version", "--settings", str(settings), "--env", f"HOME={tmp_path}")
+    assert broken.returncode == 1
+    assert "!! settings" in broken.stdout and "cannot include ['kotlin']" in broken.stdout
+
+
+def test_serve_starts_with_a_language_that_has_no_plugin_here(tmp_path: Path) -> None:
+    settings = tmp_path / "settings.json"
+    settings.write_text(json.dumps({"lsp_auto_start_languages": ["c", "python"]}))
+    server = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "kandev_lsp.cli",
+            "serve",
+            "--settings",
+            str(settings),
+            "--workspace",
+            str(tmp_path),
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert server.stdout is not None
+        line = server.stdout.readline()  # the listening line, or "" when serve refused to start
+    finally:
+        server.terminate()
+        _, stderr = server.communicate(timeout=30)
+    assert json.loads(line or "{}").get("event") == "listening", stderr
+    assert 'event=settings_ignored_languages languages=["c"]' in stderr
