@@ -4,6 +4,8 @@ A server with ``version_args`` (``--version``, ``version``) is run with them and
 server without them (``pyright-langserver``) is started with its usual arguments and must answer an LSP
 ``initialize`` request over stdio; it is then asked to shut down. Either way the check runs with the
 task's environment, outside the task's workspace, and a failure leaves the previous version current.
+
+The LSP conversation goes through the shared endpoint (:mod:`kandev_lsp.lsp`): no private request loop.
 """
 
 from __future__ import annotations
@@ -12,16 +14,18 @@ import asyncio
 import json
 import os
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kandev_lsp.install.errors import VerificationError
 from kandev_lsp.language import LanguageSpec
 from kandev_lsp.taskenv import Task
 
+if TYPE_CHECKING:
+    from kandev_lsp.lsp import LspClient
+
 DEFAULT_TIMEOUT = 60.0
 #: After ``initialize`` answered, how long shutdown and exit may take before the process is stopped.
 SHUTDOWN_GRACE = 2.0
-_READ_CHUNK = 64 * 1024
 
 
 async def verify_server(
@@ -76,69 +80,22 @@ async def _version_check(
     return lines[0].strip() if lines else ""
 
 
-def _frame(message: dict[str, Any]) -> bytes:
-    from kandev_lsp.protocol import encode_frame
-
-    return encode_frame(json.dumps(message, separators=(",", ":")).encode("utf-8"))
-
-
-def initialize_request(request_id: int = 1) -> dict[str, Any]:
+def initialize_params() -> dict[str, Any]:
     """A minimal ``initialize``: no workspace, no capabilities; every server must answer it."""
     return {
-        "jsonrpc": "2.0",
-        "id": request_id,
-        "method": "initialize",
-        "params": {
-            "processId": os.getpid(),
-            "clientInfo": {"name": "kandev-lsp install check"},
-            "rootUri": None,
-            "workspaceFolders": None,
-            "capabilities": {},
-        },
+        "processId": os.getpid(),
+        "clientInfo": {"name": "kandev-lsp install check"},
+        "rootUri": None,
+        "workspaceFolders": None,
+        "capabilities": {},
     }
-
-
-class _Peer:
-    """Our side of one stdio LSP conversation: write framed requests, read until a response arrives."""
-
-    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, peer: str) -> None:
-        from kandev_lsp.protocol import FrameDecoder
-
-        self._reader = reader
-        self._writer = writer
-        self._decoder = FrameDecoder(peer=peer)
-
-    async def send(self, message: dict[str, Any]) -> None:
-        self._writer.write(_frame(message))
-        await self._writer.drain()
-
-    async def response(self, request_id: int) -> dict[str, Any]:
-        """The response to ``request_id``; requests and notifications the server sends first are skipped."""
-        from kandev_lsp.protocol import NEED_DATA
-
-        while True:
-            body = self._decoder.next_frame()
-            if body is NEED_DATA:
-                chunk = await self._reader.read(_READ_CHUNK)
-                if not chunk:
-                    self._decoder.receive_eof()
-                    raise EOFError
-                self._decoder.receive_data(chunk)
-                continue
-            message = json.loads(body)
-            if isinstance(message, dict) and message.get("id") == request_id and "method" not in message:
-                return message
-
-    def close(self) -> None:
-        if not self._writer.is_closing():
-            self._writer.close()
 
 
 async def _initialize_check(
     spec: LanguageSpec, executable: str, task: Task, *, cwd: str, timeout: float, supervisor: Any
 ) -> str:
+    from kandev_lsp.lsp import Endpoint, EndpointLimits, LspClient, ResponseError, ServerClosed
     from kandev_lsp.process import ProcessStartError, spawn
-    from kandev_lsp.protocol import ProtocolError
 
     try:
         process = await spawn(
@@ -154,33 +111,40 @@ async def _initialize_check(
         raise _failed(spec, f"could not be started ({exc})") from exc
     try:
         assert process.stdout is not None and process.stdin is not None
-        peer = _Peer(process.stdout, process.stdin, f"{spec.command} stdout")
+        client = LspClient(
+            process.stdout,
+            process.stdin,
+            endpoint=Endpoint(limits=EndpointLimits(default_timeout=None)),
+            peer=f"{spec.command} stdout",
+        )
         try:
             async with asyncio.timeout(timeout):
-                await peer.send(initialize_request(1))
-                reply = await peer.response(1)
+                result = await client.request("initialize", initialize_params())
         except TimeoutError:
             raise _failed(
                 spec, f"did not answer an LSP initialize within {timeout:g} s", process.captured_output()
             ) from None
-        except (EOFError, ConnectionError) as exc:
+        except ServerClosed as exc:
+            if client.protocol_error is not None:
+                raise _failed(
+                    spec,
+                    f"answered an LSP initialize with something that is not LSP ({client.protocol_error})",
+                    process.captured_output(),
+                ) from exc
             raise _failed(
                 spec, "exited before answering an LSP initialize", process.captured_output()
             ) from exc
-        except (ProtocolError, ValueError) as exc:
+        except ResponseError as exc:
             raise _failed(
-                spec,
-                f"answered an LSP initialize with something that is not LSP ({exc})",
-                process.captured_output(),
+                spec, f"rejected an LSP initialize: {exc.code} {exc.message[:300]}", process.captured_output()
             ) from exc
-        result = reply.get("result")
-        if "error" in reply or not isinstance(result, dict):
+        if not isinstance(result, dict):
             raise _failed(
                 spec,
-                f"rejected an LSP initialize: {json.dumps(reply.get('error'))[:300]}",
+                f"answered an LSP initialize with {json.dumps(result)[:300]}, not an InitializeResult",
                 process.captured_output(),
             )
-        await _shut_down(peer, process.wait)
+        await _shut_down(client, process.wait)
         server = result.get("serverInfo")
         if isinstance(server, dict) and server.get("name"):
             return f"{server['name']} {server.get('version', '')}".strip()
@@ -189,16 +153,13 @@ async def _initialize_check(
         await process.stop(grace=SHUTDOWN_GRACE)
 
 
-async def _shut_down(peer: _Peer, exited: Callable[[], Awaitable[int]]) -> None:
+async def _shut_down(client: LspClient, exited: Callable[[], Awaitable[int]]) -> None:
     """Ask politely (shutdown, exit, end of input); the caller's ``stop`` ends whatever is left."""
-    from kandev_lsp.protocol import ProtocolError
-
     try:
         async with asyncio.timeout(SHUTDOWN_GRACE):
-            await peer.send({"jsonrpc": "2.0", "id": 2, "method": "shutdown"})
-            await peer.response(2)
-            await peer.send({"jsonrpc": "2.0", "method": "exit"})
-            peer.close()
+            await client.shutdown(timeout=SHUTDOWN_GRACE)
             await exited()
-    except (TimeoutError, EOFError, OSError, ProtocolError, ValueError):
+    except TimeoutError:
         pass
+    finally:
+        await client.aclose()

@@ -23,6 +23,7 @@ from collections.abc import Awaitable, Callable, Iterable, Mapping
 from typing import Any, Final
 
 from kandev_lsp.lsp.endpoint import (
+    DEFAULT,
     Endpoint,
     Event,
     MessageRejected,
@@ -32,6 +33,7 @@ from kandev_lsp.lsp.endpoint import (
     ResponseReceived,
     ServerCancelledRequest,
     ServerRequestReceived,
+    UseDefault,
 )
 from kandev_lsp.lsp.errors import HandlerError, LspError, RequestTimeout, ResponseError, ServerClosed
 from kandev_lsp.protocol import (
@@ -49,7 +51,6 @@ __all__ = ["DEFAULT_WRITE_TIMEOUT", "LspClient", "ServerRequestHandler", "Subscr
 #: How long a write may wait for the server to read its input (the stream contract's stdin cut-off).
 DEFAULT_WRITE_TIMEOUT: Final = 30.0
 _READ_CHUNK: Final = 256 * 1024
-_DEFAULT: Final = object()
 
 #: An owner's asynchronous answer to one kind of server request: params in, result out (or HandlerError).
 ServerRequestHandler = Callable[[Any], Awaitable[Any]]
@@ -145,6 +146,8 @@ class LspClient:
         self._timer_at: float | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self.closed_reason: str | None = None
+        #: The framing error that ended the connection, if one did (the server wrote something not LSP).
+        self.protocol_error: ProtocolError | None = None
         self.rejected = 0
         self.unmatched = 0
 
@@ -200,7 +203,7 @@ class LspClient:
         method: str,
         params: Any = None,
         *,
-        timeout: float | object | None = _DEFAULT,
+        timeout: float | UseDefault | None = DEFAULT,
         tag: object = None,
     ) -> Any:
         """Send a request and return its result.
@@ -215,7 +218,7 @@ class LspClient:
         """
         self._check_open(method)
         pending = self.endpoint.send_request(method, params, now=self.now(), timeout=timeout, tag=tag)
-        return await self._wait(pending, timeout)
+        return await self._wait(pending)
 
     async def initialize(self, params: Mapping[str, Any], *, timeout: float | None = None) -> dict[str, Any]:
         """``initialize`` then ``initialized``; return the whole ``InitializeResult`` (kept by the endpoint).
@@ -225,7 +228,7 @@ class LspClient:
         """
         self._check_open("initialize")
         pending = self.endpoint.send_initialize(params, now=self.now(), timeout=timeout)
-        result = await self._wait(pending, timeout)
+        result = await self._wait(pending)
         if not isinstance(result, dict):
             raise ResponseError("initialize", ErrorCode.INTERNAL_ERROR, "the result is not an object")
         await self.notify("initialized", {})
@@ -258,7 +261,7 @@ class LspClient:
             raise ServerClosed(f"cannot send {method}: {self.closed_reason}")
         self.start()
 
-    async def _wait(self, pending: PendingRequest, timeout: Any) -> Any:
+    async def _wait(self, pending: PendingRequest) -> Any:
         future: asyncio.Future[Any] = self._running_loop().create_future()
         self._futures[pending.id] = future
         self._timeouts[pending.id] = None if pending.deadline is None else pending.deadline - pending.sent_at
@@ -326,6 +329,7 @@ class LspClient:
                     self._dispatch(endpoint.receive(body, loop.time()))
                 self._flush()
         except ProtocolError as error:
+            self.protocol_error = error
             reason = str(error)
         except (ConnectionError, OSError) as error:
             reason = f"reading from {self._peer} failed: {error}"

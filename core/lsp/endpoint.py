@@ -29,6 +29,7 @@ import itertools
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from enum import Enum
 from typing import TYPE_CHECKING, Any, Final, TypeAlias
 
 from kandev_lsp.lsp.diagnostics import DiagnosticsStore
@@ -45,6 +46,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "APPLY_EDIT_REFUSED",
+    "DEFAULT",
     "DEFAULT_LIMITS",
     "Endpoint",
     "EndpointLimits",
@@ -59,6 +61,7 @@ __all__ = [
     "ServerCancelledRequest",
     "ServerRequestReceived",
     "UnmatchedResponse",
+    "UseDefault",
     "configuration_handler",
     "id_size",
 ]
@@ -186,7 +189,16 @@ Event: TypeAlias = (
 )
 
 ServerRequestHandler: TypeAlias = Callable[[Any], Any]
-_DEFAULT: Final = object()
+
+
+class UseDefault(Enum):
+    """Type of :data:`DEFAULT`: "the endpoint's default timeout" (an enum, so type checkers narrow it)."""
+
+    DEFAULT = "DEFAULT"
+
+
+#: Pass as ``timeout`` to use :attr:`EndpointLimits.default_timeout`.
+DEFAULT: Final = UseDefault.DEFAULT
 
 
 def configuration_handler(
@@ -296,7 +308,7 @@ class Endpoint:
         return folders if isinstance(folders, list) else None
 
     def send_initialize(
-        self, params: Mapping[str, Any], *, now: float, timeout: float | object | None = _DEFAULT
+        self, params: Mapping[str, Any], *, now: float, timeout: float | UseDefault | None = DEFAULT
     ) -> PendingRequest:
         """Queue ``initialize``: remember its params and time, track its ``workDoneToken`` (K6.2)."""
         request = self.send_request("initialize", dict(params), now=now, timeout=timeout)
@@ -329,7 +341,7 @@ class Endpoint:
         params: Any = None,
         *,
         now: float,
-        timeout: float | object | None = _DEFAULT,
+        timeout: float | UseDefault | None = DEFAULT,
         tag: object = None,
     ) -> PendingRequest:
         """Queue a request; its answer arrives as a :class:`ResponseReceived` event.
@@ -354,8 +366,7 @@ class Endpoint:
                 f"cannot send {method}: the pending requests already use {self._tracked} of "
                 f"{limits.max_tracked_bytes} tracked bytes (EndpointLimits.max_tracked_bytes)"
             )
-        seconds = limits.default_timeout if timeout is _DEFAULT else timeout
-        assert seconds is None or isinstance(seconds, int | float)
+        seconds = limits.default_timeout if timeout is DEFAULT else timeout
         message: dict[str, Any] = {"jsonrpc": "2.0", "id": request_id, "method": method}
         if params is not None:
             message["params"] = params
