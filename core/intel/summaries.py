@@ -1,0 +1,100 @@
+"""One-line summaries of tool results (B9.4): what an MCP client shows next to the structured content.
+
+``12 references · 4 files``, ``3 definitions · 1 file (100 of 449 shown)``, ``2 errors, 1 warning``. An
+empty result that carries a ``notice`` (B8.10: a missing server) shows the notice instead of a bare
+"no results" (B9.5).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, Final
+
+__all__ = ["plural", "summarize"]
+
+#: code_navigate kinds as nouns.
+_NAVIGATE_NOUNS: Final = {
+    "definition": "definition",
+    "typeDefinition": "type definition",
+    "declaration": "declaration",
+    "implementation": "implementation",
+    "references": "reference",
+}
+_HIERARCHY_NOUNS: Final = {
+    "callers": "caller",
+    "callees": "callee",
+    "supertypes": "supertype",
+    "subtypes": "subtype",
+}
+_MAX_LINE: Final = 160
+
+
+def plural(count: int, noun: str) -> str:
+    """``1 file``, ``2 files``, ``3 type definitions``."""
+    return f"{count} {noun}" if count == 1 else f"{count} {noun}s"
+
+
+def _count(result: Mapping[str, Any], key: str) -> int:
+    total = result.get("totalFound")
+    if isinstance(total, int):
+        return total
+    items = result.get(key)
+    return len(items) if isinstance(items, list) else 0
+
+
+def _shown(result: Mapping[str, Any]) -> str:
+    shown, total = result.get("shown"), result.get("totalFound")
+    if result.get("truncated") and isinstance(shown, int) and isinstance(total, int):
+        return f" ({shown} of {total} shown)"
+    return " (truncated)" if result.get("truncated") else ""
+
+
+def _first_line(text: str) -> str:
+    line = text.strip().splitlines()[0] if text.strip() else ""
+    return line if len(line) <= _MAX_LINE else line[: _MAX_LINE - 1] + "…"
+
+
+def summarize(tool: str, result: Mapping[str, Any]) -> str:
+    """The one-line summary of ``result`` from ``tool``."""
+    if not result.get("ok", False):
+        if result.get("ambiguous"):
+            candidates = result.get("candidates") or []
+            return f"ambiguous: {plural(len(candidates), 'candidate')}, name one"
+        return "error: " + _first_line(str(result.get("error", "failed")))
+    notice = result.get("notice")
+    if tool == "code_navigate":
+        noun = _NAVIGATE_NOUNS.get(str(result.get("kind")), "location")
+        total = _count(result, "locations")
+        if total == 0:
+            return _first_line(str(notice)) if notice else f"no {noun}s"
+        files = result.get("files")
+        file_count = len(files) if isinstance(files, list) else 0
+        return f"{plural(total, noun)} · {plural(file_count, 'file')}{_shown(result)}"
+    if tool == "code_hierarchy":
+        noun = _HIERARCHY_NOUNS.get(str(result.get("kind")), "item")
+        total = _count(result, "items")
+        if total == 0:
+            return _first_line(str(notice)) if notice else f"no {noun}s"
+        return plural(total, noun) + _shown(result)
+    if tool == "code_symbols":
+        total = _count(result, "symbols")
+        if total == 0:
+            return _first_line(str(notice)) if notice else "no symbols"
+        return plural(total, "symbol") + _shown(result)
+    if tool == "code_hover":
+        return _first_line(str(result.get("text", ""))) or "no hover information"
+    if tool == "code_diagnostics":
+        raw_counts = result.get("counts")
+        counts: Mapping[str, Any] = raw_counts if isinstance(raw_counts, Mapping) else {}
+        parts = [
+            plural(int(counts.get("error", 0)), "error"),
+            plural(int(counts.get("warning", 0)), "warning"),
+        ]
+        parts += [plural(int(counts[key]), key) for key in ("info", "hint") if counts.get(key)]
+        return ", ".join(parts)
+    if tool == "code_inlay_hints":
+        total = _count(result, "hints")
+        if total == 0:
+            return _first_line(str(notice)) if notice else "no inlay hints"
+        return plural(total, "inlay hint") + _shown(result)
+    return "ok"

@@ -1,0 +1,146 @@
+"""Payload validation against the tools' schemas, with messages that say what to fix.
+
+A model that sends ``"line": "12"``, ``"kind": "refs"`` or ``"targte": {...}`` should learn from one
+answer what to send instead: each problem names the argument by its dotted path, what was expected, what
+came, and for names and enum values the nearest valid one. The validator implements exactly the subset of
+JSON Schema the tool schemas use (see :mod:`~kandev_lsp.intel.schemas`); :data:`KEYWORDS` lists it, and a
+schema using anything else is refused (:func:`check_schema`) so a keyword cannot be silently ignored.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+from collections.abc import Mapping
+from typing import Any, Final
+
+__all__ = ["KEYWORDS", "check_schema", "validate"]
+
+#: Keywords :func:`validate` enforces, and annotations it reads but does not enforce.
+KEYWORDS: Final = frozenset(
+    {"type", "properties", "required", "additionalProperties", "enum", "minimum", "maximum", "minLength"}
+)
+ANNOTATIONS: Final = frozenset({"description", "default", "title"})
+
+_TYPE_WORDS: Final = {
+    "object": "an object",
+    "string": "a string",
+    "integer": "an integer",
+    "number": "a number",
+    "boolean": "true or false",
+    "array": "an array",
+}
+
+
+def _json_kind(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, int):
+        return "an integer"
+    if isinstance(value, float):
+        return "a number"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, list):
+        return "an array"
+    return "an object" if isinstance(value, dict) else type(value).__name__
+
+
+def _shown(value: Any) -> str:
+    text = json.dumps(value, ensure_ascii=False, default=str)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _is_type(value: Any, expected: str) -> bool:
+    if expected == "object":
+        return isinstance(value, dict)
+    if expected == "string":
+        return isinstance(value, str)
+    if expected == "boolean":
+        return isinstance(value, bool)
+    if expected == "integer":
+        return (isinstance(value, int) and not isinstance(value, bool)) or (
+            isinstance(value, float) and value.is_integer()
+        )
+    if expected == "number":
+        return isinstance(value, int | float) and not isinstance(value, bool)
+    if expected == "array":
+        return isinstance(value, list)
+    raise ValueError(f"schema type {expected!r} is not supported")
+
+
+def _name(path: str, key: str) -> str:
+    return f"{path}.{key}" if path else key
+
+
+def _nearest(word: str, choices: list[str]) -> str:
+    near = difflib.get_close_matches(word, choices, n=1, cutoff=0.6)
+    return f" (did you mean {near[0]!r}?)" if near else ""
+
+
+def validate(schema: Mapping[str, Any], value: Any, path: str = "") -> list[str]:
+    """Every problem of ``value`` against ``schema``, as sentences; ``[]`` when it is valid."""
+    where = f"`{path}`" if path else "the arguments"
+    expected = schema.get("type")
+    if expected is not None and not _is_type(value, expected):
+        hint = ""
+        if (
+            expected in ("integer", "number")
+            and isinstance(value, str)
+            and value.strip().lstrip("-").isdigit()
+        ):
+            hint = f" (write {value.strip()} without quotes)"
+        elif expected == "boolean" and isinstance(value, str) and value.lower() in ("true", "false"):
+            hint = f" (write {value.lower()} without quotes)"
+        return [f"{where} must be {_TYPE_WORDS[expected]}, got {_json_kind(value)} {_shown(value)}{hint}"]
+    problems: list[str] = []
+    if "enum" in schema and value not in schema["enum"]:
+        choices = [str(choice) for choice in schema["enum"]]
+        near = _nearest(str(value), choices) if isinstance(value, str) else ""
+        problems.append(f"{where} must be one of {', '.join(choices)}; got {_shown(value)}{near}")
+    if isinstance(value, str) and "minLength" in schema and len(value) < schema["minLength"]:
+        problems.append(f"{where} must not be empty" if schema["minLength"] == 1 else f"{where} is too short")
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        low, high = schema.get("minimum"), schema.get("maximum")
+        if (low is not None and value < low) or (high is not None and value > high):
+            if low is not None and high is not None:
+                problems.append(f"{where} must be between {low} and {high}, got {_shown(value)}")
+            elif low is not None:
+                problems.append(f"{where} must be at least {low}, got {_shown(value)}")
+            else:
+                problems.append(f"{where} must be at most {high}, got {_shown(value)}")
+    if isinstance(value, dict):
+        properties: Mapping[str, Any] = schema.get("properties", {})
+        for key in schema.get("required", []):
+            if key not in value:
+                description = properties.get(key, {}).get("description", "")
+                about = f": {description.split('. ')[0].rstrip('.')}" if description else ""
+                problems.append(f"missing `{_name(path, key)}`{about}")
+        for key, item in value.items():
+            if key in properties:
+                problems += validate(properties[key], item, _name(path, key))
+            elif schema.get("additionalProperties") is False:
+                allowed = ", ".join(properties) or "none"
+                problems.append(
+                    f"unknown argument `{_name(path, key)}`{_nearest(str(key), list(properties))}; "
+                    f"allowed here: {allowed}"
+                )
+    return problems
+
+
+def check_schema(schema: Mapping[str, Any], path: str = "schema") -> None:
+    """Refuse a schema that uses a keyword :func:`validate` does not enforce.
+
+    :raises ValueError: naming the keyword and where it is.
+    """
+    for key, item in schema.items():
+        if key not in KEYWORDS and key not in ANNOTATIONS:
+            raise ValueError(f"{path}: keyword {key!r} is not enforced by the intel validator")
+        if key == "type" and item not in _TYPE_WORDS:
+            raise ValueError(f"{path}: type {item!r} is not supported")
+        if key == "additionalProperties" and item is not False:
+            raise ValueError(f"{path}: additionalProperties must be false")
+    for name, sub in schema.get("properties", {}).items():
+        check_schema(sub, f"{path}.{name}")
