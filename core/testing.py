@@ -1,30 +1,35 @@
-"""Helpers and pytest fixtures for testing a kandev-lsp plugin on its own.
+"""Helpers for testing a kandev-lsp plugin on its own, usable with any test runner.
 
-Installed as a pytest plugin (entry point ``pytest11``), so a plugin author's tests get these fixtures
-without configuration:
+This module never imports pytest (pytest is only a test extra of kandev-lsp): the pytest fixtures
+built on these helpers live in :mod:`kandev_lsp.pytest_plugin`, which pytest loads through the
+``pytest11`` entry point.
 
-``plugin_host_factory``
-    ``plugin_host_factory(my_plugin_module)`` -> a :class:`~kandev_lsp.host.PluginHost` holding only the
+:func:`make_plugin_host`
+    ``make_plugin_host(my_plugin_module)`` -> a :class:`~kandev_lsp.host.PluginHost` holding only the
     core hookspecs, the core defaults and the given plugins (no entry points are read).
-``task_factory``
-    ``task_factory(path=[folder, ...], home=..., extra={...}, host=HostPlatform(...))`` -> a
-    :class:`~kandev_lsp.taskenv.Task` whose environment contains only what you pass, and whose workspace
-    is a fresh folder under ``tmp_path``.
+:func:`make_task`
+    ``make_task(workspace, path=[folder, ...], home=..., extra={...}, host=HostPlatform(...))`` -> a
+    :class:`~kandev_lsp.taskenv.Task` whose environment contains only what you pass.
+:func:`resolve_in`
+    resolves a language in a task with a host (and optionally a :class:`TableProbe`).
 :func:`fake_executable`
     ``fake_executable(folder, "name", script="...")`` -> the path of an executable that runs ``script``
     with this interpreter (for discovery tests; not a language server).
+:func:`processes_tagged`
+    the live processes carrying an environment tag (what escaped a stop), Linux only.
 
-:class:`TableProbe` stands in for the filesystem when simulating another OS (Windows paths on Linux).
+:class:`TableProbe` stands in for the filesystem when simulating another OS (Windows paths on Linux):
+``TableProbe({r"C:\\tools\\ls.exe": ProbeStatus.OK}, HostPlatform.parse("windows-x86_64"))``, with
+``ProbeStatus`` from :mod:`kandev_lsp.discovery` and ``HostPlatform`` from :mod:`kandev_lsp`.
 """
 
 from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path, PurePosixPath, PureWindowsPath
 
-import pytest
 from kandev_lsp.discovery import ProbeResult, ProbeStatus
 from kandev_lsp.host import PluginHost
 from kandev_lsp.platform import HostPlatform
@@ -32,14 +37,14 @@ from kandev_lsp.resolver import Resolution, Resolver
 from kandev_lsp.taskenv import Task, TaskEnvironment
 
 __all__ = [
+    "HostPlatform",
+    "ProbeStatus",
     "TableProbe",
     "fake_executable",
     "make_plugin_host",
     "make_task",
-    "plugin_host_factory",
     "processes_tagged",
     "resolve_in",
-    "task_factory",
 ]
 
 
@@ -137,25 +142,3 @@ class TableProbe:
         inner = flavour(path.lower() if self._windows else path)
         outer = flavour(folder.lower() if self._windows else folder)
         return inner == outer or outer in inner.parents
-
-
-@pytest.fixture
-def plugin_host_factory() -> Callable[..., PluginHost]:
-    return make_plugin_host
-
-
-@pytest.fixture
-def task_factory(tmp_path: Path) -> Callable[..., Task]:
-    workspace = tmp_path / "workspace"
-    workspace.mkdir(exist_ok=True)
-
-    def factory(
-        *,
-        path: Iterable[str] = (),
-        home: str | None = None,
-        extra: Mapping[str, str] | None = None,
-        host: HostPlatform | None = None,
-    ) -> Task:
-        return make_task(str(workspace), path=path, home=home, extra=extra, host=host)
-
-    return factory
