@@ -131,16 +131,18 @@ class StreamConnection:
         if reason is None:
             reason = CLOSE_REASONS[code]
         if is_open(self.ws):
+            teardown = self.ctx.stopping
             fields: dict[str, object] = {"code": int(code), "reason": reason}
             in_time = await close_within(self.ws, code, reason, self.ctx.limits.client_write_timeout)
             if not in_time:
                 fields["dropped"] = "the close missed its write deadline; the transport was dropped"
         else:
             sent, received = closed_by(self.ws)
+            teardown = self.ctx.stopping and sent == CloseCode.GOING_AWAY
             fields = {"code": sent if sent is not None else "none", "received": received or "none"}
             if received is None and sent is None:
                 fields["dropped"] = "the TCP connection ended without a close frame"
-        if self.ctx.stopping:
+        if teardown:
             fields["teardown"] = 1
         self._log("connection_close", level, **fields, detail=detail)
         return _Closed()
@@ -273,10 +275,11 @@ class StreamConnection:
             )
             channel = WebSocketChannel(self.ws, pending=pending, max_message=self.ctx.limits.max_message)
             result = await bridge(session, channel)
+            stopping = self.ctx.stopping  # what ended the bridge, not what happened while stopping it
         finally:
             status = await session.aclose()
         code, reason = bridge_close(
-            result.end, status, exit_requested=session.exit_requested, stopping=self.ctx.stopping
+            result.end, status, exit_requested=session.exit_requested, stopping=stopping
         )
         self._log(
             "server_exit",
@@ -287,7 +290,7 @@ class StreamConnection:
             to_server=result.to_server,
             to_client=result.to_client,
         )
-        detail = "kandev-lsp is stopping (teardown)" if self.ctx.stopping else result.detail
+        detail = "kandev-lsp is stopping (teardown)" if stopping else result.detail
         level = logging.INFO if code in (CloseCode.NORMAL, CloseCode.GOING_AWAY) else logging.WARNING
         raise await self._close(code, detail, level, reason=reason)
 

@@ -6,14 +6,19 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import os
+import subprocess
+import sys
 import time
+from pathlib import Path
 from typing import Any
 
 import psutil
 import pytest
 from kandev_lsp.session import BridgeLimits
 from kandev_lsp.stream.server import StreamServer
-from stream_testkit import StreamKit, tagged_alive
+from stream_testkit import TOKEN, StreamKit, tagged_alive
+from websockets.asyncio.client import connect
 from websockets.exceptions import ConnectionClosed
 
 
@@ -201,3 +206,70 @@ def test_a_stalled_client_loses_its_tcp_connection_soon_after_the_decision(
                 await ws.close()
 
     asyncio.run(scenario())
+
+
+# Item 16: an oversized fragmented message is refused without leaving its bytes with the process ---------
+def _rss_mib(pid: int) -> float:
+    with open(f"/proc/{pid}/status") as handle:
+        for line in handle:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+    raise AssertionError("no VmRSS")
+
+
+def test_oversized_fragmented_messages_leave_no_memory_behind(kit: StreamKit) -> None:
+    """``serve`` in its own process (so its RSS is its own): three messages of 20 MiB sent as 4 KiB
+    fragments against the 16 MiB limit. Each is refused with 1009; the process must not keep them."""
+
+    limit = 16 * 1024 * 1024
+    helper = Path(__file__).with_name("serve_fake.py")
+    server = subprocess.Popen(
+        [sys.executable, str(helper), kit.fake, kit.bad, str(kit.workspace), str(kit.home), str(limit)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+        env={**os.environ, "KANDEV_TEST_TAG": kit.tag},
+    )
+    try:
+        assert server.stdout is not None
+        url = server.stdout.readline().strip()
+
+        async def connection(oversized: bool) -> int | None:
+            headers = {"Authorization": f"Bearer {TOKEN}"}
+            async with connect(f"{url}?language=fake-echo", additional_headers=headers) as ws:
+                await _ready(ws)
+                if not oversized:
+                    await ws.send('{"jsonrpc":"2.0","method":"x"}')
+                    await ws.recv()
+                    return None
+                chunk = b"x" * 4096
+
+                async def fragments() -> Any:
+                    yield b'{"jsonrpc":"2.0","method":"x","params":"'
+                    for _ in range((limit + 4 * 1024 * 1024) // len(chunk)):
+                        yield chunk
+                    yield b'"}'
+
+                with pytest.raises(ConnectionClosed) as closed:
+                    await ws.send(fragments(), text=True)
+                    await ws.recv()
+                assert closed.value.rcvd is not None
+                return closed.value.rcvd.code
+
+        async def scenario() -> tuple[float, float]:
+            for _ in range(3):  # warm up: first connections create lasting loop and import state
+                await connection(False)
+            before = _rss_mib(server.pid)
+            assert [await connection(True) for _ in range(3)] == [1009, 1009, 1009]
+            await asyncio.sleep(0.5)
+            return before, _rss_mib(server.pid)
+
+        before, after = asyncio.run(scenario())
+        # Before the fix: +14 to +18 MiB (the refused fragments stayed on the heap).
+        assert after - before < 4, (before, after)
+    finally:
+        assert server.stdin is not None and server.stdout is not None
+        server.stdin.close()
+        server.wait(timeout=20)
+        server.stdout.close()
