@@ -1,8 +1,10 @@
 """Language + task -> :class:`Resolution`: a runnable server, or why there is none.
 
 The resolver walks the candidates the plugins and the core's default discovery propose, probes each on
-the filesystem, and takes the first that exists, is executable, lies outside the task's workspace and
-passes every plugin's runnability check. Every candidate considered is recorded for ``--explain``.
+the filesystem, and takes the first that exists, is executable, may run for the task (outside its
+workspace, or in its usable managed cache: :class:`~kandev_lsp.discovery.WorkspaceGate`, the rule every
+executable kandev-lsp starts obeys) and passes every plugin's runnability check. Every candidate
+considered is recorded for ``--explain``; a missing server's message says what was refused and why.
 """
 
 from __future__ import annotations
@@ -11,7 +13,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
-from kandev_lsp.discovery import FileProbe, LocalFileProbe, ProbeStatus
+from kandev_lsp.discovery import IN_WORKSPACE, FileProbe, LocalFileProbe, ProbeStatus, WorkspaceGate
 from kandev_lsp.errors import UnknownLanguageError
 from kandev_lsp.host import PluginHost
 from kandev_lsp.language import LanguageSpec
@@ -117,6 +119,7 @@ class Resolver:
         except UnknownLanguageError as exc:
             return Resolution(language, False, reason=MissingReason.UNSUPPORTED_LANGUAGE, message=str(exc))
         probe = self._probe or LocalFileProbe(task.host)
+        gate = WorkspaceGate(task.workspace, task.env, probe)
         trail: list[ExplainStep] = []
         seen: dict[str, str] = {}
         for candidate in self.plugins.discover(spec, task):
@@ -126,7 +129,9 @@ class Resolver:
             if candidate.path in seen:
                 # PATH often names a folder twice; probing (or running a proxy check) again changes nothing.
                 trail.append(
-                    ExplainStep(candidate.source, candidate.path, "skipped", f"same file as {seen[candidate.path]}")
+                    ExplainStep(
+                        candidate.source, candidate.path, "skipped", f"same file as {seen[candidate.path]}"
+                    )
                 )
                 continue
             seen[candidate.path] = candidate.source
@@ -134,15 +139,9 @@ class Resolver:
             if result.status is not ProbeStatus.OK:
                 trail.append(ExplainStep(candidate.source, candidate.path, "rejected", result.status.value))
                 continue
-            if probe.is_within(result.real_path, task.workspace):
-                trail.append(
-                    ExplainStep(
-                        candidate.source,
-                        candidate.path,
-                        "rejected",
-                        "inside the task workspace; never trusted",
-                    )
-                )
+            refusal = gate.refusal(result.real_path)
+            if refusal:
+                trail.append(ExplainStep(candidate.source, candidate.path, "rejected", refusal))
                 continue
             refusal = self.plugins.check_candidate(spec, candidate.path, task)
             if refusal:
@@ -158,28 +157,33 @@ class Resolver:
                 message=f"{spec.display_name}: {candidate.path}",
                 trail=tuple(trail),
             )
-        return self._missing(spec, task, tuple(trail))
+        return self._missing(spec, task, gate, tuple(trail))
 
-    def _missing(self, spec: LanguageSpec, task: Task, trail: tuple[ExplainStep, ...]) -> Resolution:
+    def _missing(
+        self, spec: LanguageSpec, task: Task, gate: WorkspaceGate, trail: tuple[ExplainStep, ...]
+    ) -> Resolution:
+        """Why nothing was found, and what to do. The advice never loops: a server that exists but was
+        refused is named with the refusal, and installing is advised only when an install would be found."""
         installer = self.plugins.installer_available(spec, task.host)
+        found = _not_found_text(spec.command, trail)
         if not installer:
             reason = MissingReason.NO_INSTALLER
             how = spec.manual_instructions or (
                 f"no installer for {spec.display_name} on {task.host}; install `{spec.command}` yourself "
                 "and put it on the task's PATH"
             )
-            message = f"{spec.command} was not found. {how}"
-        elif task.env.cache_root() is None:  # every install is staged in the cache
+            message = f"{found}. {how}"
+        elif not gate.cache.usable:  # every install is staged in the cache, and found there
             reason = MissingReason.CACHE_UNAVAILABLE
-            message = (
-                f"{spec.command} was not found, and it cannot be installed: the task's HOME "
-                f"({task.env.home() or 'unset'!s}) is not an absolute path, so the managed cache is disabled. "
-                "Set HOME to an absolute folder in the task environment, or put the server on PATH."
-            )
+            if gate.cache.root is None:
+                what = "Set HOME to an absolute folder in the task environment, or put the server on PATH."
+            else:
+                what = "Or put the server on the task's PATH, outside the workspace."
+            message = f"{found}, and it cannot be installed: {gate.cache.reason}. {what}"
         else:
             reason = MissingReason.INSTALLABLE_NOT_REQUESTED
             message = (
-                f"{spec.command} was not found; it can be installed. "
+                f"{found}; it can be installed. "
                 f"Run `kandev-lsp install {spec.id}` or connect with autoInstall=1."
             )
         return Resolution(
@@ -190,6 +194,24 @@ class Resolver:
             installable=reason is MissingReason.INSTALLABLE_NOT_REQUESTED,
             trail=trail,
         )
+
+
+def _not_found_text(command: str, trail: tuple[ExplainStep, ...]) -> str:
+    """``X was not found``, or, when files were refused, what was refused and why (from the trail)."""
+    in_workspace = [step.path for step in trail if step.verdict == "rejected" and IN_WORKSPACE in step.reason]
+    if in_workspace:
+        shown = ", ".join(in_workspace[:3]) + (" ..." if len(in_workspace) > 3 else "")
+        return (
+            f"{command} was found only inside the task workspace ({shown}), and kandev-lsp never runs "
+            "programs from the workspace (a repository could have planted them)"
+        )
+    refused = [
+        step for step in trail if step.verdict == "rejected" and step.reason != ProbeStatus.MISSING.value
+    ]
+    if refused:
+        first = refused[0]
+        return f"{command} was not found usable ({first.path}: {first.reason})"
+    return f"{command} was not found"
 
 
 _default_host: PluginHost | None = None

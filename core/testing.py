@@ -135,6 +135,9 @@ class TableProbe:
         status = self._files.get(self._key(path), ProbeStatus.MISSING)
         return ProbeResult(status, path if status is ProbeStatus.OK else "")
 
+    def real_path(self, path: str) -> str:
+        return path  # a table has no symlinks
+
     def is_within(self, path: str, folder: str) -> bool:
         if not folder:
             return False

@@ -73,7 +73,7 @@ def run_doctor(args: argparse.Namespace) -> int:
         languages.append(entry)
     settings = settings_report(args, plugins.languages())
     healthy = healthy and settings["error"] is None
-    checks = toolchain_checks(task.env, plugins.languages().values())
+    checks = toolchain_checks(task, plugins.languages().values())
     toolchains = [check.to_json() for check in checks]
     if args.json:
         print_json(

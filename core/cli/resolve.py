@@ -14,8 +14,9 @@ def add_resolve_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentP
         help="find the language server for LANG in a task",
         description=(
             "Find a working server for LANG in the task's environment. Exit 0 when found; 10 missing but "
-            "installable; 11 missing with no installer on this host; 12 the managed cache is disabled "
-            "(HOME not absolute); 13 unknown language. See docs/resolve-contract.md."
+            "installable; 11 missing with no installer on this host; 12 the managed cache is unusable "
+            "(HOME not absolute, or the cache inside the workspace while HOME is not); 13 unknown language. "
+            "See docs/resolve-contract.md."
         ),
     )
     parser.add_argument("language", metavar="LANG")

@@ -72,7 +72,7 @@ async def _toolchain(ctx: InstallContext) -> dict[str, str]:
     node = await tool_output(ctx, ["node", "--version"])
     if node:
         toolchain["node"] = node.strip().removeprefix("v")
-    launcher = find_on_path("npm", ctx.task.env)
+    launcher = find_on_path("npm", ctx.task)
     version = npm_package_version(launcher) if launcher else None
     if version is None and launcher:
         version = await tool_output(ctx, ["npm", "--version"])

@@ -1,8 +1,9 @@
 """Are the toolchains installers need present and new enough? Answers for ``kandev-lsp doctor``.
 
 npm recipes need ``node`` (in the range the pinned packages declare, :attr:`NpmRecipe.node_engine`) and
-``npm``; Go recipes need ``go``. Each tool is looked up on the task's PATH with the resolver's rules
-(empty and relative entries skipped, PATHEXT on Windows) and run once, briefly, for its version.
+``npm``; Go recipes need ``go``. Each tool is found by :func:`kandev_lsp.discovery.locate`, the one lookup
+every executable kandev-lsp starts goes through (the task's PATH, empty and relative entries skipped,
+PATHEXT on Windows, never a file inside the task workspace), and run once, briefly, for its version.
 """
 
 from __future__ import annotations
@@ -12,10 +13,10 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from kandev_lsp.discovery import LocalFileProbe, ProbeStatus, path_candidates
+from kandev_lsp.discovery import LocalFileProbe, Lookup, locate
 from kandev_lsp.language import GoRecipe, LanguageSpec, NpmRecipe
 from kandev_lsp.probe import BriefRun, run_briefly
-from kandev_lsp.taskenv import TaskEnvironment
+from kandev_lsp.taskenv import Task, TaskEnvironment
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import InvalidVersion, Version
 
@@ -24,7 +25,7 @@ VERSION_TIMEOUT = 10.0
 _VERSION_IN_TEXT = re.compile(r"(\d+(?:\.\d+)+)")
 
 Runner = Callable[[list[str], TaskEnvironment], BriefRun]
-Finder = Callable[[str, TaskEnvironment], str | None]
+Finder = Callable[[str, Task], Lookup | str | None]
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,13 +64,14 @@ class ToolchainCheck:
         return f"{line}\n    {self.advice}" if self.advice else line
 
 
-def find_on_path(command: str, env: TaskEnvironment) -> str | None:
-    """The first usable ``command`` on the task's PATH (resolver rules), or None."""
-    probe = LocalFileProbe(env.host)
-    for candidate in path_candidates(command, env):
-        if not candidate.skip and probe.probe(candidate.path).status is ProbeStatus.OK:
-            return candidate.path
-    return None
+def find_tool(command: str, task: Task) -> Lookup:
+    """Where the task's ``command`` is (:func:`~kandev_lsp.discovery.locate`), or why it is not there."""
+    return locate(command, task.env, task.workspace, LocalFileProbe(task.host))
+
+
+def find_on_path(command: str, task: Task) -> str | None:
+    """The ``command`` kandev-lsp may run for ``task`` (never one inside its workspace), or None."""
+    return find_tool(command, task).path
 
 
 def _run(argv: list[str], env: TaskEnvironment) -> BriefRun:
@@ -98,26 +100,27 @@ def satisfies(version: str | None, requirement: str) -> bool:
 
 
 def toolchain_checks(
-    env: TaskEnvironment,
+    task: Task,
     specs: Iterable[LanguageSpec],
     *,
     run: Runner = _run,
-    find: Finder = find_on_path,
+    find: Finder = find_tool,
 ) -> list[ToolchainCheck]:
     """Check node and npm (when any language installs with npm) and go (when any installs with go).
 
-    ``run`` and ``find`` are injectable so the rules are tested without the real tools.
+    ``run`` and ``find`` are injectable so the rules are tested without the real tools (``find`` may
+    answer a path or None instead of a :class:`~kandev_lsp.discovery.Lookup`).
     """
     specs = list(specs)
     checks: list[ToolchainCheck] = []
     ranges = node_ranges(specs)
     npm_languages = tuple(language for language, _ in ranges)
     if ranges:
-        checks.append(_check_node(env, ranges, run, find))
-        checks.append(_check_simple(env, "npm", ["--version"], npm_languages, run, find, _NPM_ADVICE))
+        checks.append(_check_node(task, ranges, run, find))
+        checks.append(_check_simple(task, "npm", ["--version"], npm_languages, run, find, _NPM_ADVICE))
     go_languages = tuple(spec.id for spec in specs if isinstance(spec.install, GoRecipe))
     if go_languages:
-        checks.append(_check_simple(env, "go", ["version"], go_languages, run, find, _GO_ADVICE))
+        checks.append(_check_simple(task, "go", ["version"], go_languages, run, find, _GO_ADVICE))
     return checks
 
 
@@ -128,7 +131,7 @@ _GO_ADVICE = (
 
 
 def _check_simple(
-    env: TaskEnvironment,
+    task: Task,
     tool: str,
     args: list[str],
     needed_by: tuple[str, ...],
@@ -136,10 +139,20 @@ def _check_simple(
     find: Finder,
     advice: str,
 ) -> ToolchainCheck:
-    path = find(tool, env)
+    found = find(tool, task)
+    lookup = (
+        found
+        if isinstance(found, Lookup)
+        else Lookup(tool, path=found, reason="not found on the task's PATH")
+    )
+    path = lookup.path
     if path is None:
+        if lookup.refused:  # a copy inside the workspace is not the tool being absent: say what was refused
+            message = f"refused {', '.join(lookup.refused)}: inside the task workspace, never run"
+            advice = f"{lookup.advice} Or pass the project root as the workspace."
+            return ToolchainCheck(tool, needed_by, False, None, None, "", message, advice)
         return ToolchainCheck(tool, needed_by, False, None, None, "", "not found on the task's PATH", advice)
-    outcome = run([path, *args], env)
+    outcome = run([path, *args], task.env)
     if not outcome.ok:
         return ToolchainCheck(
             tool, needed_by, False, path, None, "", f"{path} does not run: {outcome.summary}", advice
@@ -148,13 +161,11 @@ def _check_simple(
     return ToolchainCheck(tool, needed_by, True, path, version, "", f"{path} ({version or outcome.summary})")
 
 
-def _check_node(
-    env: TaskEnvironment, ranges: list[tuple[str, str]], run: Runner, find: Finder
-) -> ToolchainCheck:
+def _check_node(task: Task, ranges: list[tuple[str, str]], run: Runner, find: Finder) -> ToolchainCheck:
     needed_by = tuple(language for language, _ in ranges)
     requirement = ",".join(dict.fromkeys(rng for _, rng in ranges if rng))
     advice = f"Install Node.js {requirement} (it includes npm) and put it on the task's PATH."
-    basic = _check_simple(env, "node", ["--version"], needed_by, run, find, advice)
+    basic = _check_simple(task, "node", ["--version"], needed_by, run, find, advice)
     unmet = [(language, rng) for language, rng in ranges if not satisfies(basic.version, rng)]
     if not basic.ok or not unmet:
         return ToolchainCheck(

@@ -12,6 +12,7 @@ from kandev_lsp.host import PluginHost
 from kandev_lsp.install import InstallProgress
 from kandev_lsp.install.toolchains import parse_version, satisfies, toolchain_checks
 from kandev_lsp.probe import BriefRun
+from kandev_lsp.taskenv import Task
 
 
 def npm_spec(language: str, engine: str) -> LanguageSpec:
@@ -21,6 +22,11 @@ def npm_spec(language: str, engine: str) -> LanguageSpec:
         command="x",
         install=NpmRecipe((NpmPackage("x", "1.0.0"),), "x", engine),
     )
+
+
+def in_task(env: TaskEnvironment) -> Task:
+    """A task whose workspace holds none of the tools (the checks never run a tool from the workspace)."""
+    return Task("/nonexistent-kandev-workspace", env)
 
 
 GO_SPEC = LanguageSpec(id="go", display_name="Go", command="gopls", install=GoRecipe("g", "v1", "gopls"))
@@ -42,7 +48,7 @@ def fake_tools(versions: dict[str, str | None]) -> tuple[object, object]:
 
 
 def test_the_real_toolchains_of_this_machine_satisfy_the_builtin_plugins() -> None:
-    checks = toolchain_checks(TaskEnvironment.from_agent(), PluginHost.load().languages().values())
+    checks = toolchain_checks(in_task(TaskEnvironment.from_agent()), PluginHost.load().languages().values())
     by_tool = {check.tool: check for check in checks}
     assert set(by_tool) == {"node", "npm", "go"}
     assert all(check.ok for check in checks), [check.describe() for check in checks]
@@ -52,7 +58,7 @@ def test_the_real_toolchains_of_this_machine_satisfy_the_builtin_plugins() -> No
 
 def test_an_empty_path_reports_every_tool_missing_with_what_to_do(tmp_path: Path) -> None:
     env = TaskEnvironment.from_agent({"PATH": str(tmp_path)})
-    checks = toolchain_checks(env, [npm_spec("typescript", ">=20"), GO_SPEC])
+    checks = toolchain_checks(in_task(env), [npm_spec("typescript", ">=20"), GO_SPEC])
     assert [(c.tool, c.ok) for c in checks] == [("node", False), ("npm", False), ("go", False)]
     assert "Install Node.js >=20" in checks[0].advice
     assert "go.dev/dl" in checks[2].advice
@@ -62,7 +68,7 @@ def test_an_empty_path_reports_every_tool_missing_with_what_to_do(tmp_path: Path
 def test_a_node_too_old_for_one_language_names_that_language() -> None:
     run, find = fake_tools({"node": "v18.19.0", "npm": "10.2.3"})
     checks = toolchain_checks(
-        TaskEnvironment.from_agent(),
+        in_task(TaskEnvironment.from_agent()),
         [npm_spec("typescript", ">=20"), npm_spec("python", ">=14")],
         run=run,  # type: ignore[arg-type]
         find=find,  # type: ignore[arg-type]
@@ -76,13 +82,13 @@ def test_a_node_too_old_for_one_language_names_that_language() -> None:
 
 def test_a_tool_that_exists_but_does_not_run_is_not_ok() -> None:
     run, find = fake_tools({"go": None})
-    [go] = toolchain_checks(TaskEnvironment.from_agent(), [GO_SPEC], run=run, find=find)  # type: ignore[arg-type]
+    [go] = toolchain_checks(in_task(TaskEnvironment.from_agent()), [GO_SPEC], run=run, find=find)  # type: ignore[arg-type]
     assert not go.ok and "does not run: exit status 1" in go.message and go.advice
 
 
 def test_no_npm_or_go_languages_means_no_checks() -> None:
     manual = LanguageSpec(id="kotlin", display_name="Kotlin", command="kotlin-lsp")
-    assert toolchain_checks(TaskEnvironment.from_agent(), [manual]) == []
+    assert toolchain_checks(in_task(TaskEnvironment.from_agent()), [manual]) == []
 
 
 def test_version_parsing_and_ranges() -> None:

@@ -1,0 +1,264 @@
+"""Nothing inside the task workspace runs, whoever starts it (issue 7 items 1, 2 and 17).
+
+Every entry point that starts a toolchain (``install``, ``run --install``, the stream's autoInstall and
+``doctor``) is driven through the real CLI with a task PATH whose only entry lies inside the workspace and
+holds planted ``npm``, ``node`` and ``go`` scripts. A planted script records each run in a log outside the
+workspace: the log must stay empty, and the answer must say what was refused and why.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import kandev_lsp_python
+import pytest
+from kandev_lsp import MissingReason, TaskEnvironment
+from kandev_lsp.discovery import LocalFileProbe, managed_cache
+from kandev_lsp.install.toolchains import toolchain_checks
+from kandev_lsp.taskenv import Task
+from kandev_lsp.testing import fake_executable, make_plugin_host, make_task, resolve_in
+
+TOKEN = "workspace-trust-test-token-0123456789"
+
+
+@dataclass
+class Planted:
+    """A workspace whose ``node_modules/.bin`` holds npm, node and go that record being run."""
+
+    workspace: Path
+    home: Path
+    log: Path
+    bin: Path
+
+    def runs(self) -> list[str]:
+        return self.log.read_text(encoding="utf-8").splitlines() if self.log.exists() else []
+
+    @property
+    def environ(self) -> dict[str, str]:
+        """kandev-lsp's own environment: the user's settings file (mirrors, ...) never leaks in."""
+        settings = self.home.parent / "settings.json"
+        settings.write_text("{}", encoding="utf-8")
+        return {**os.environ, "KANDEV_LSP_SETTINGS": str(settings)}
+
+    def task_flags(self) -> list[str]:
+        return [
+            "--workspace", str(self.workspace),
+            "--env", f"PATH={self.bin}",
+            "--env", f"HOME={self.home}",
+            "--env", "GOPATH=", "--env", "GOBIN=",
+        ]  # fmt: skip
+
+
+@pytest.fixture
+def planted(tmp_path: Path) -> Planted:
+    workspace = tmp_path / "repo"
+    folder = workspace / "node_modules" / ".bin"
+    folder.mkdir(parents=True)
+    log = tmp_path / "executed.log"  # outside the workspace
+    for tool in ("npm", "node", "go"):
+        script = folder / tool
+        script.write_text(f'#!/bin/sh\necho "{tool} $*" >> "{log}"\nexit 1\n', encoding="utf-8")
+        script.chmod(0o755)
+    home = tmp_path / "home"
+    home.mkdir()
+    return Planted(workspace, home, log, folder)
+
+
+def cli(planted: Planted, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "kandev_lsp.cli", *args, *planted.task_flags()],
+        capture_output=True,
+        text=True,
+        stdin=subprocess.DEVNULL,
+        timeout=60,
+        check=False,
+        env=planted.environ,
+    )
+
+
+# Item 1: one entry point each ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("language", "tool"), [("python", "npm"), ("go", "go")])
+def test_install_never_runs_a_toolchain_planted_in_the_workspace(
+    planted: Planted, language: str, tool: str
+) -> None:
+    result = cli(planted, "install", language)
+    assert planted.runs() == []
+    assert result.returncode != 0
+    assert f"{tool} was not found on the task's PATH outside the task workspace" in result.stderr
+    assert str(planted.bin / tool) in result.stderr
+
+
+def test_run_install_never_runs_a_toolchain_planted_in_the_workspace(planted: Planted) -> None:
+    # stdin stays open (an editor that is still there), so only the lookup can stop npm from running
+    process = subprocess.Popen(
+        [sys.executable, "-m", "kandev_lsp.cli", "run", "python", "--install", *planted.task_flags()],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=planted.environ,
+    )
+    try:
+        _, stderr = process.communicate(timeout=60)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+    assert planted.runs() == []
+    assert process.returncode != 0
+    assert "outside the task workspace" in stderr and str(planted.bin / "npm") in stderr
+
+
+def test_stream_auto_install_never_runs_a_toolchain_planted_in_the_workspace(planted: Planted) -> None:
+    frames, code = asyncio.run(_stream_auto_install(planted))
+    assert planted.runs() == []
+    assert code == 4003
+    failed = [json.loads(frame) for frame in frames if "install_failed" in frame]
+    assert failed and "outside the task workspace" in failed[0]["error"]
+
+
+async def _stream_auto_install(planted: Planted) -> tuple[list[str], int | None]:
+    from websockets.asyncio.client import connect
+    from websockets.exceptions import ConnectionClosed
+
+    process = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "kandev_lsp.cli", "serve", *planted.task_flags(),
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.DEVNULL,
+        env={**planted.environ, "KANDEV_LSP_TOKEN": TOKEN},
+    )  # fmt: skip
+    try:
+        assert process.stdout is not None
+        listening = json.loads(await asyncio.wait_for(process.stdout.readline(), 30))
+        url = f"{listening['url']}?language=python&autoInstall=1"
+        frames: list[str] = []
+        async with connect(url, additional_headers={"Authorization": f"Bearer {TOKEN}"}) as ws:
+            try:
+                async with asyncio.timeout(60):
+                    async for frame in ws:
+                        frames.append(frame if isinstance(frame, str) else frame.decode())
+            except ConnectionClosed:
+                pass
+            return frames, ws.close_code
+    finally:
+        process.terminate()
+        await process.wait()
+
+
+def test_doctor_never_runs_a_toolchain_planted_in_the_workspace(planted: Planted) -> None:
+    result = cli(planted, "doctor", "--json", "--no-version")
+    assert planted.runs() == []
+    toolchains = {check["tool"]: check for check in json.loads(result.stdout)["toolchains"]}
+    assert set(toolchains) == {"node", "npm", "go"}
+    for tool, check in toolchains.items():
+        assert not check["ok"] and check["path"] is None
+        assert str(planted.bin / tool) in check["message"] and "inside the task workspace" in check["message"]
+
+
+def test_toolchain_checks_take_the_task_workspace_into_account(planted: Planted) -> None:
+    env = TaskEnvironment.from_agent({"PATH": str(planted.bin), "HOME": str(planted.home)})
+    elsewhere = Task(str(planted.workspace.parent / "other"), env)
+    assert all(check.path for check in toolchain_checks(elsewhere, [kandev_lsp_python.LANGUAGE]))
+    inside = Task(str(planted.workspace), env)
+    assert not any(check.path for check in toolchain_checks(inside, [kandev_lsp_python.LANGUAGE]))
+
+
+# Item 17: a server refused because it lies in the workspace is named ----------------------------------
+
+
+def test_a_server_found_only_in_the_workspace_is_named_as_refused(planted: Planted) -> None:
+    server = fake_executable(planted.bin, "pyright-langserver")
+    host = make_plugin_host(kandev_lsp_python)
+    task = make_task(str(planted.workspace), path=[str(planted.bin)], home=str(planted.home))
+    resolution = resolve_in(host, "python", task)
+    assert resolution.reason is MissingReason.INSTALLABLE_NOT_REQUESTED and resolution.installable
+    assert f"found only inside the task workspace ({server})" in resolution.message
+    assert "never runs programs from the workspace" in resolution.message
+    assert "kandev-lsp install python" in resolution.message  # installing is the way out, and it works
+
+    doctor = cli(planted, "doctor", "--no-version")
+    assert f"pyright-langserver was found only inside the task workspace ({server})" in doctor.stdout
+
+
+# Item 2: a workspace that contains HOME keeps the managed cache ----------------------------------------
+
+
+def installed_pyright(home: Path) -> str:
+    """A server in the managed cache's layout, as ``kandev-lsp install`` leaves it."""
+    version = home / ".kandev" / "lsp-servers" / "python" / "1.1.414"
+    fake_executable(version / "node_modules" / ".bin", "pyright-langserver")
+    (version.parent / "current").symlink_to(version.name)
+    return str(version.parent / "current" / "node_modules" / ".bin" / "pyright-langserver")
+
+
+@pytest.fixture
+def home(tmp_path: Path) -> Iterator[Path]:
+    folder = tmp_path / "users" / "ann"
+    folder.mkdir(parents=True)
+    yield folder
+
+
+@pytest.mark.parametrize("workspace", ["home", "parent of home"])
+def test_a_workspace_that_contains_home_keeps_the_managed_cache(home: Path, workspace: str) -> None:
+    server = installed_pyright(home)
+    folder = home if workspace == "home" else home.parent
+    task = make_task(str(folder), path=[], home=str(home))
+    resolution = resolve_in(make_plugin_host(kandev_lsp_python), "python", task)
+    assert resolution.found and resolution.executable == server and resolution.source == "managed cache"
+
+
+def test_the_server_from_a_cache_in_a_home_workspace_starts(home: Path) -> None:
+    """The process layer applies the same rule as the resolver: the server starts with cwd = HOME."""
+    from kandev_lsp.process import run
+
+    server = installed_pyright(home)
+    env = TaskEnvironment.from_agent({"PATH": "", "HOME": str(home)})
+    result = asyncio.run(run([server], env=env, cwd=str(home), timeout=30))
+    assert result.returncode == 0
+
+
+@pytest.mark.parametrize("layout", ["workspace is ~/.kandev", "~/.kandev links into the workspace"])
+def test_a_cache_inside_the_workspace_while_home_is_not_is_refused_without_a_loop(
+    home: Path, tmp_path: Path, layout: str
+) -> None:
+    """A checkout at W can write W/...: a "cache" it holds is not kandev-lsp's, and installing again
+    would put the server in the same refused place, so the answer must not advise it."""
+    if layout == "workspace is ~/.kandev":
+        installed_pyright(home)
+        workspace = home / ".kandev"
+    else:
+        workspace = tmp_path / "repo"
+        installed_pyright(workspace)  # the repository carries a ".kandev/lsp-servers" of its own
+        (home / ".kandev").symlink_to(workspace / ".kandev")
+    task = make_task(str(workspace), path=[], home=str(home))
+    resolution = resolve_in(make_plugin_host(kandev_lsp_python), "python", task)
+    assert not resolution.found
+    assert resolution.reason is MissingReason.CACHE_UNAVAILABLE and not resolution.installable
+    assert "kandev-lsp install" not in resolution.message
+    assert "lies inside the task workspace" in resolution.message and "project root" in resolution.message
+    assert any("never trusted (the managed cache" in step.reason for step in resolution.trail)
+
+
+def test_managed_cache_rule_as_a_table(home: Path, tmp_path: Path) -> None:
+    probe = LocalFileProbe(make_task(str(home), path=[], home=str(home)).host)
+
+    def usable(workspace: Path, home_value: str) -> bool:
+        return managed_cache(str(workspace), TaskEnvironment.from_agent({"HOME": home_value}), probe).usable
+
+    (home / ".kandev").mkdir()
+    elsewhere = tmp_path / "work" / "repo"
+    elsewhere.mkdir(parents=True)
+    assert usable(elsewhere, str(home))  # the usual case: the cache is outside the workspace
+    assert usable(home, str(home)) and usable(home.parent, str(home))  # HOME is the workspace or in it
+    assert usable(home / "project", str(home))  # a project under HOME: the cache is outside it
+    assert not usable(home / ".kandev", str(home))  # a workspace holding the cache but not HOME
+    assert not usable(elsewhere, "relative/home")  # HOME not absolute: disabled, as before
