@@ -1,0 +1,70 @@
+"""Who may use the broker's route: the ``Authorizer`` interface and the built-in bearer token (K11.5).
+
+The route asks the authorizer before anything else is looked up: no directory lookup, lease search or
+upstream connection happens for a caller it refuses. Embedders (a backend that authenticates browsers
+with a session cookie) supply their own; ``kandev-lsp broker`` uses :class:`BearerAuthorizer`.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Final, Protocol
+
+from kandev_lsp.stream.auth import TOKEN_ENV as _STREAM_TOKEN_ENV
+from kandev_lsp.stream.auth import StreamToken, TokenError, check_bearer, load_token
+
+__all__ = ["TOKEN_ENV", "Authorizer", "BearerAuthorizer", "Caller", "CallerRequest", "load_broker_token"]
+
+TOKEN_ENV: Final = "KANDEV_LSP_BROKER_TOKEN"
+
+
+@dataclass(frozen=True, slots=True)
+class CallerRequest:
+    """What an authorizer sees: the session asked for and the request headers (lower-cased names)."""
+
+    session_id: str
+    headers: Mapping[str, str] = field(repr=False)
+
+
+@dataclass(frozen=True, slots=True)
+class Caller:
+    """An authorized caller. ``owner`` names whose settings apply to the leases it creates (K14.9)."""
+
+    owner: str
+
+
+class Authorizer(Protocol):
+    async def authorize(self, request: CallerRequest) -> Caller | None:
+        """The caller, or ``None`` to refuse (HTTP 401). Decide only whether this caller may use this
+        session; do not resolve the session (the directory does that, after this)."""
+        ...
+
+
+class BearerAuthorizer:
+    """``Authorization: Bearer <token>`` with one shared token, compared in constant time; every
+    accepted caller is the same ``owner``."""
+
+    def __init__(self, token: StreamToken, owner: str = "local") -> None:
+        self._token = token
+        self._owner = owner
+
+    async def authorize(self, request: CallerRequest) -> Caller | None:
+        if check_bearer(request.headers.get("authorization"), self._token.value):
+            return Caller(self._owner)
+        return None
+
+
+def load_broker_token(token_file: str | None = None, environ: Mapping[str, str] | None = None) -> StreamToken:
+    """The broker's token: ``token_file``, else ``$KANDEV_LSP_BROKER_TOKEN``, else a generated one (to
+    print once), with serve's rules for a usable token.
+
+    :raises kandev_lsp.stream.auth.TokenError: unreadable file or unusable token.
+    """
+    environ = os.environ if environ is None else environ
+    value = environ.get(TOKEN_ENV)
+    try:
+        return load_token(token_file, {} if value is None else {_STREAM_TOKEN_ENV: value})
+    except TokenError as exc:  # name the variable the user actually set
+        raise TokenError(str(exc).replace(f"${_STREAM_TOKEN_ENV}", f"${TOKEN_ENV}")) from None
