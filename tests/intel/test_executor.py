@@ -7,6 +7,7 @@ ContentModified on demand); deadlines are short so the suite stays fast.
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -255,3 +256,14 @@ def test_deadline_with_a_driven_clock() -> None:
 )
 def test_is_empty_answer(value: Any, empty: bool) -> None:
     assert is_empty_answer(value) is empty
+
+
+def test_the_log_line_has_state_and_counts_but_no_paths_or_text(caplog: pytest.LogCaptureFixture) -> None:
+    """B8.14: provider state, duration, attempts; never source text, messages or paths."""
+    call, _ = scripted([], RpcError(-32603, "cannot read /home/me/secret/project/app.py: def password()"))
+    with caplog.at_level(logging.DEBUG, logger="kandev_lsp.intel"):
+        run(run_provider(call, Deadline(5), policy=FAST, label="textDocument/references"))
+    [line] = [r.getMessage() for r in caplog.records if r.name == "kandev_lsp.intel"]
+    assert line.startswith("event=intel_provider method=textDocument/references status=error")
+    assert "attempts=2" in line and "warmups=1" in line and "error_code=-32603" in line
+    assert "/home/me" not in line and "password" not in line

@@ -6,7 +6,9 @@ import os
 from pathlib import Path
 
 import pytest
-from kandev_lsp.intel.errors import AmbiguousPath, PathNotFound, PathOutsideWorkspace
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from kandev_lsp.intel.errors import AmbiguousPath, IntelError, PathNotFound, PathOutsideWorkspace
 from kandev_lsp.intel.workspace import Workspace
 
 
@@ -206,3 +208,46 @@ def test_nested_roots_attribute_files_to_the_innermost_root(tmp_path: Path) -> N
 def test_try_uri_returns_the_refusal(single: Workspace) -> None:
     refusal = single.try_uri("https://x/y")
     assert isinstance(refusal, PathOutsideWorkspace)
+
+
+_SEGMENTS = ["..", ".", "src", "app.py", "out", "in", "secret", "x", "", "%2e%2e", "~"]
+
+
+@pytest.fixture(scope="module")
+def fenced(tmp_path_factory: pytest.TempPathFactory) -> tuple[Workspace, Path]:
+    base = tmp_path_factory.mktemp("fenced")
+    root = base / "proj"
+    _file(root / "src" / "app.py")
+    _file(base / "secret" / "key.pem", "PRIVATE")
+    (root / "out").symlink_to(base / "secret", target_is_directory=True)
+    (root / "in").symlink_to(root / "src", target_is_directory=True)
+    return Workspace([root]), base
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    segments=st.lists(st.sampled_from(_SEGMENTS), min_size=1, max_size=6),
+    separator=st.sampled_from(["/", "\\"]),
+    form=st.sampled_from(["relative", "absolute", "uri"]),
+)
+def test_no_input_path_ever_lands_outside_the_root(
+    fenced: tuple[Workspace, Path], segments: list[str], separator: str, form: str
+) -> None:
+    """Property (B8.11): whatever the spelling, a path either fails or resolves to a real path in the root."""
+    workspace, base = fenced
+    relative = separator.join(segments)
+    if form == "absolute":
+        path = str(base / "proj") + "/" + relative.replace("\\", "/")
+    elif form == "uri":
+        path = (base / "proj").as_uri() + "/" + relative.replace("\\", "/")
+    else:
+        path = relative
+    try:
+        found = workspace.resolve(path, must_exist=False)
+    except IntelError:
+        return
+    real_root = os.path.realpath(base / "proj")
+    real = os.path.realpath(found.absolute)  # what opening the path would really reach
+    assert os.path.commonpath([real, real_root]) == real_root
+    secret = os.path.realpath(base / "secret")
+    assert os.path.commonpath([real, secret]) != secret

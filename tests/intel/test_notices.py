@@ -1,0 +1,51 @@
+"""Notices for empty answers of a language without a server (B8.9, B8.10), from the resolver's reason."""
+
+from __future__ import annotations
+
+import pytest
+from kandev_lsp.intel.notices import apply_notice, missing_server_notice
+from kandev_lsp.resolver import MissingReason, Resolution
+
+
+def _missing(reason: MissingReason, message: str = "gopls is not on PATH.") -> Resolution:
+    return Resolution(language="go", found=False, reason=reason, message=message)
+
+
+@pytest.mark.parametrize(
+    ("reason", "expected"),
+    [
+        (
+            MissingReason.INSTALLABLE_NOT_REQUESTED,
+            "No go language server is installed, so this answer may be empty for lack of a server, not of code "
+            "(gopls is not on PATH). Install it with `kandev-lsp install go`, or add 'go' to the "
+            "lsp_auto_install_languages setting.",
+        ),
+        (
+            MissingReason.NO_INSTALLER,
+            "No go language server was found and none can be installed here (gopls is not on PATH); install one "
+            "on the task's PATH, then ask again.",
+        ),
+        (MissingReason.CACHE_UNAVAILABLE, "No go language server was found and none can be installed here"),
+        (MissingReason.UNSUPPORTED_LANGUAGE, "No plugin provides the go language, so no server answered"),
+    ],
+)
+def test_notice_per_reason(reason: MissingReason, expected: str) -> None:
+    notice = missing_server_notice(_missing(reason))
+    assert notice is not None and notice.startswith(expected)
+
+
+def test_no_notice_when_the_server_was_found() -> None:
+    found = Resolution(language="go", found=True, executable="/usr/bin/gopls", argv=("/usr/bin/gopls",))
+    assert missing_server_notice(found) is None
+
+
+def test_empty_hover_fails_with_the_notice_and_other_reads_stay_ok() -> None:
+    notice = "No go language server is installed"
+    assert apply_notice("code_hover", {"ok": True, "text": ""}, notice, empty=True) == {
+        "ok": False,
+        "error": notice,
+    }
+    navigate = {"ok": True, "kind": "references", "files": [], "totalFound": 0}
+    assert apply_notice("code_navigate", navigate, notice, empty=True) == {**navigate, "notice": notice}
+    assert apply_notice("code_navigate", navigate, notice, empty=False) == navigate
+    assert apply_notice("code_hover", {"ok": True, "text": ""}, None, empty=True) == {"ok": True, "text": ""}
