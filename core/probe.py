@@ -92,7 +92,7 @@ def _same_file(path: str, info: os.stat_result, other: str) -> bool:
 def run_briefly(argv: list[str], env: Mapping[str, str], *, timeout: float) -> BriefRun:
     """Run ``argv`` (never through a shell) with no stdin, capturing a little output.
 
-    ``argv[0]`` must be an absolute path that the one lookup (:func:`kandev_lsp.discovery.locate`) or the
+    ``argv[0]`` must be an absolute path that the one lookup (:func:`kandev_lsp.executables.locate`) or the
     resolver chose: a bare name would be searched on a PATH here, outside the workspace rule.
     """
     if not argv or not os.path.isabs(argv[0]):

@@ -2,7 +2,7 @@
 
 The resolver walks the candidates the plugins and the core's default discovery propose, probes each on
 the filesystem, and takes the first that exists, is executable, may run for the task (outside its
-workspace, or in its usable managed cache: :class:`~kandev_lsp.discovery.WorkspaceGate`, the rule every
+workspace, or in its usable managed cache: :class:`~kandev_lsp.executables.WorkspaceGate`, the rule every
 executable kandev-lsp starts obeys) and passes every plugin's runnability check. Every candidate
 considered is recorded for ``--explain``; a missing server's message says what was refused and why.
 """
@@ -13,8 +13,9 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
-from kandev_lsp.discovery import IN_WORKSPACE, FileProbe, LocalFileProbe, ProbeStatus, WorkspaceGate
 from kandev_lsp.errors import UnknownLanguageError
+from kandev_lsp.executables import IN_WORKSPACE, WorkspaceGate
+from kandev_lsp.fileprobe import FileProbe, LocalFileProbe, ProbeStatus
 from kandev_lsp.host import PluginHost
 from kandev_lsp.language import LanguageSpec
 from kandev_lsp.platform import HostPlatform

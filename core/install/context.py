@@ -15,7 +15,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
 from urllib.parse import urlsplit, urlunsplit
 
-from kandev_lsp.discovery import IN_WORKSPACE, LocalFileProbe, ProbeStatus, in_folder
+from kandev_lsp.executables import IN_WORKSPACE, in_folder
+from kandev_lsp.fileprobe import LocalFileProbe, ProbeStatus
 from kandev_lsp.install.errors import InstallError, ToolchainMissingError
 from kandev_lsp.install.plan import InstallPlan
 from kandev_lsp.install.progress import ProgressFanout

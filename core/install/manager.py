@@ -29,8 +29,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
-from kandev_lsp.discovery import LocalFileProbe, ProbeStatus
 from kandev_lsp.errors import UnknownLanguageError
+from kandev_lsp.fileprobe import LocalFileProbe, ProbeStatus
 from kandev_lsp.install.cache import ServerCache, cached_languages, remove_tree
 from kandev_lsp.install.context import InstallContext, Staged
 from kandev_lsp.install.errors import InstallCancelled, InstallError, NoInstallerError

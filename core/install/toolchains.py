@@ -1,7 +1,7 @@
 """Are the toolchains installers need present and new enough? Answers for ``kandev-lsp doctor``.
 
 npm recipes need ``node`` (in the range the pinned packages declare, :attr:`NpmRecipe.node_engine`) and
-``npm``; Go recipes need ``go``. Each tool is found by :func:`kandev_lsp.discovery.locate`, the one lookup
+``npm``; Go recipes need ``go``. Each tool is found by :func:`kandev_lsp.executables.locate`, the one lookup
 every executable kandev-lsp starts goes through (the task's PATH, empty and relative entries skipped,
 PATHEXT on Windows, never a file inside the task workspace), and run once, briefly, for its version.
 """
@@ -13,7 +13,8 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from kandev_lsp.discovery import LocalFileProbe, Lookup, locate
+from kandev_lsp.executables import Lookup, locate
+from kandev_lsp.fileprobe import LocalFileProbe
 from kandev_lsp.language import GoRecipe, LanguageSpec, NpmRecipe
 from kandev_lsp.probe import BriefRun, run_briefly
 from kandev_lsp.taskenv import Task, TaskEnvironment
@@ -65,7 +66,7 @@ class ToolchainCheck:
 
 
 def find_tool(command: str, task: Task) -> Lookup:
-    """Where the task's ``command`` is (:func:`~kandev_lsp.discovery.locate`), or why it is not there."""
+    """Where the task's ``command`` is (:func:`~kandev_lsp.executables.locate`), or why it is not there."""
     return locate(command, task.env, task.workspace, LocalFileProbe(task.host))
 
 
@@ -109,7 +110,7 @@ def toolchain_checks(
     """Check node and npm (when any language installs with npm) and go (when any installs with go).
 
     ``run`` and ``find`` are injectable so the rules are tested without the real tools (``find`` may
-    answer a path or None instead of a :class:`~kandev_lsp.discovery.Lookup`).
+    answer a path or None instead of a :class:`~kandev_lsp.executables.Lookup`).
     """
     specs = list(specs)
     checks: list[ToolchainCheck] = []

@@ -4,13 +4,14 @@ A process is never started through a shell, so the lookup a shell would do happe
 *task's* PATH (not the agent's): absolute PATH entries only, PATHEXT on Windows, the execute bit on
 Unix, and never a file inside the task workspace (a repository could otherwise plant ``npm`` or ``go``
 in its own tree and have it run with the agent's privileges). The rules themselves are
-:func:`kandev_lsp.discovery.locate`, the one lookup every executable kandev-lsp starts goes through; this
+:func:`kandev_lsp.executables.locate`, the one lookup every executable kandev-lsp starts goes through; this
 module turns its answer into the process layer's errors.
 """
 
 from __future__ import annotations
 
-from kandev_lsp.discovery import FileProbe, has_separator, locate
+from kandev_lsp.executables import has_separator, locate
+from kandev_lsp.fileprobe import FileProbe
 from kandev_lsp.process._errors import CommandNotFoundError, ProcessStartError
 from kandev_lsp.taskenv import TaskEnvironment
 

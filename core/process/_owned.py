@@ -19,7 +19,7 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Literal
 
 import psutil
-from kandev_lsp.discovery import LocalFileProbe
+from kandev_lsp.fileprobe import LocalFileProbe
 from kandev_lsp.platform import HostPlatform
 from kandev_lsp.process._backend import ProcessBackend, backend_for
 from kandev_lsp.process._errors import ProcessStartError

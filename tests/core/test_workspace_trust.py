@@ -20,7 +20,8 @@ from pathlib import Path
 import kandev_lsp_python
 import pytest
 from kandev_lsp import MissingReason, TaskEnvironment
-from kandev_lsp.discovery import LocalFileProbe, managed_cache
+from kandev_lsp.executables import managed_cache
+from kandev_lsp.fileprobe import LocalFileProbe
 from kandev_lsp.install.toolchains import toolchain_checks
 from kandev_lsp.taskenv import Task
 from kandev_lsp.testing import fake_executable, make_plugin_host, make_task, resolve_in
@@ -108,11 +109,16 @@ def test_run_install_never_runs_a_toolchain_planted_in_the_workspace(planted: Pl
         env=planted.environ,
     )
     try:
-        _, stderr = process.communicate(timeout=60)
+        process.wait(timeout=60)  # not communicate(): it would close stdin, and run would stop at once
+        assert process.stderr is not None
+        stderr = process.stderr.read()
     finally:
         if process.poll() is None:
             process.kill()
             process.wait()
+        for pipe in (process.stdin, process.stdout, process.stderr):
+            if pipe is not None:
+                pipe.close()
     assert planted.runs() == []
     assert process.returncode != 0
     assert "outside the task workspace" in stderr and str(planted.bin / "npm") in stderr
