@@ -101,7 +101,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     arguments = list(sys.argv[1:] if argv is None else argv)
     try:
         status = _main(arguments)
-        sys.stdout.flush()  # inside the try: a buffered stdout would otherwise fail at exit
+        # Inside the try: a buffered stdout would otherwise fail at exit. ``run`` hands stdout to its
+        # bridge, which closes it when the editor leaves: nothing to flush then.
+        if sys.stdout is not None and not sys.stdout.closed:
+            sys.stdout.flush()
         return status
     except BrokenPipeError:
         _silence_stdout()

@@ -286,3 +286,33 @@ def test_serve_starts_with_a_language_that_has_no_plugin_here(tmp_path: Path) ->
         _, stderr = server.communicate(timeout=30)
     assert json.loads(line or "{}").get("event") == "listening", stderr
     assert 'event=settings_ignored_languages languages=["c"]' in stderr
+
+
+def test_run_ends_without_a_traceback_after_the_editor_leaves(gopls: str, tmp_path: Path) -> None:
+    """``run`` hands stdout to its bridge, which closes it: the CLI's final flush must not fail."""
+    body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"capabilities": {}}})
+    env = {"PATH": f"{os.path.dirname(gopls)}:/usr/bin:/bin", "HOME": str(tmp_path)}
+    editor = subprocess.Popen(
+        [sys.executable, "-m", "kandev_lsp.cli", "run", "go", "--workspace", str(tmp_path)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env={**os.environ, **env},
+    )
+    assert editor.stdin is not None and editor.stdout is not None
+    editor.stdin.write(f"Content-Length: {len(body)}\r\n\r\n{body}".encode())
+    editor.stdin.flush()
+    headers = b""
+    while not headers.endswith(b"\r\n\r\n"):
+        headers += editor.stdout.read(1) or b"\r\n\r\n"
+    length = int(headers.split(b"Content-Length:")[1].split(b"\r\n")[0])
+    answer = json.loads(editor.stdout.read(length))
+    editor.stdin.close()  # the editor leaves
+    editor.wait(timeout=60)
+    assert editor.stderr is not None
+    stderr = editor.stderr.read()
+    editor.stdout.close()
+    editor.stderr.close()
+    assert answer["id"] == 1 and "capabilities" in answer["result"]
+    assert b"Traceback" not in stderr, stderr.decode()
+    assert editor.returncode == 0
