@@ -67,7 +67,7 @@ class ReleaseAsset:
 
     ``compression`` says how the file is packed: ``"gzip"`` (a single gzip stream holding the
     executable), ``"zip"``, ``"tar.gz"`` or ``"none"``. ``member`` names the executable inside an
-    archive. ``sha256`` is the pinned digest, or None when the mirror publishes ``<asset>.sha256``.
+    archive. ``sha256`` is the pinned digest, or None to take the one the recipe's origin publishes.
     """
 
     name: str
@@ -82,16 +82,28 @@ class ReleaseRecipe:
 
     ``assets`` maps a target key ``"<os>-<arch>"`` (see :class:`HostPlatform`) to its asset. The base URL
     is overridable by the user (mirrors, offline use, tests).
+
+    Where the SHA-256 of an asset with no pinned digest comes from is declared, not guessed, so that
+    "installable" can be decided without a network request: ``digest_files`` says the origin publishes
+    ``<asset>.sha256`` beside each asset; ``metadata_url`` names JSON release metadata listing each
+    asset's digest in the GitHub releases API layout (``assets[].name``, ``assets[].digest`` =
+    ``"sha256:<hex>"``), with ``{version}`` replaced by the version.
     """
 
     version: str
     base_url: str
     assets: Mapping[str, ReleaseAsset]
     bin: str
+    digest_files: bool = True
+    metadata_url: str | None = None
     kind: str = field(default="release", init=False)
 
     def asset_for(self, host: HostPlatform) -> ReleaseAsset | None:
         return self.assets.get(str(host))
+
+    def digest_declared(self, asset: ReleaseAsset) -> bool:
+        """Whether ``asset``'s digest is pinned or published somewhere this recipe declares."""
+        return asset.sha256 is not None or self.digest_files or self.metadata_url is not None
 
 
 @dataclass(frozen=True, slots=True)
@@ -126,15 +138,21 @@ class Readiness:
 
     ``timeout`` is how long a caller waits for readiness before it reports the server as not ready
     (with what the server reports: progress titles, elapsed time) instead of giving an incomplete answer.
+    ``log_message`` is a regular expression: a ``window/logMessage`` it matches also makes the server
+    ready, for a server that reports no progress when its work is short (pyright's
+    ``Found N source files``).
     """
 
     kind: ReadinessKind = ReadinessKind.IMMEDIATE
     notification: str | None = None
     timeout: float = 60.0
+    log_message: str | None = None
 
     def __post_init__(self) -> None:
         if (self.kind is ReadinessKind.NOTIFICATION) != bool(self.notification):
             raise ValueError("Readiness: a notification method is given exactly when kind is NOTIFICATION")
+        if self.log_message is not None:
+            re.compile(self.log_message)  # a bad pattern fails when the plugin loads, not at first use
         if not self.timeout > 0:
             raise ValueError(f"Readiness.timeout must be positive, got {self.timeout!r}")
 

@@ -19,9 +19,13 @@ from kandev_lsp.lsp.positions import CLIENT_POSITION_ENCODINGS
 __all__ = ["base_client_capabilities", "initialize_params", "merge_capabilities", "workspace_folder"]
 
 
-def base_client_capabilities(*, apply_edit: bool = False) -> dict[str, Any]:
-    """The client capabilities every server started by kandev-lsp receives (a fresh dict each call)."""
-    return {
+def base_client_capabilities(*, apply_edit: bool = False, pull_diagnostics: bool = False) -> dict[str, Any]:
+    """The client capabilities every server started by kandev-lsp receives (a fresh dict each call).
+
+    ``pull_diagnostics`` offers ``textDocument/diagnostic``: a server that supports it (pyright) then
+    stops publishing diagnostics and waits to be asked, so offer it only when the owner will ask.
+    """
+    capabilities: dict[str, Any] = {
         "general": {"positionEncodings": [encoding.value for encoding in CLIENT_POSITION_ENCODINGS]},
         "window": {"workDoneProgress": True, "showMessage": {}},
         "workspace": {
@@ -36,7 +40,6 @@ def base_client_capabilities(*, apply_edit: bool = False) -> dict[str, Any]:
         "textDocument": {
             "synchronization": {"dynamicRegistration": False, "didSave": True},
             "publishDiagnostics": {"relatedInformation": True, "versionSupport": True},
-            "diagnostic": {"dynamicRegistration": True, "relatedDocumentSupport": False},
             "hover": {"contentFormat": ["markdown", "plaintext"]},
             "signatureHelp": {"signatureInformation": {"parameterInformation": {"labelOffsetSupport": True}}},
             "definition": {"linkSupport": True},
@@ -50,6 +53,9 @@ def base_client_capabilities(*, apply_edit: bool = False) -> dict[str, Any]:
             "inlayHint": {},
         },
     }
+    if pull_diagnostics:
+        capabilities["textDocument"]["diagnostic"] = {"dynamicRegistration": True, "relatedDocumentSupport": False}
+    return capabilities
 
 
 def merge_capabilities(base: Mapping[str, Any], extra: Mapping[str, Any]) -> dict[str, Any]:

@@ -22,6 +22,7 @@ import contextlib
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from typing import Any, Final
 
+from kandev_lsp.language import Readiness
 from kandev_lsp.lsp.endpoint import (
     DEFAULT,
     Endpoint,
@@ -36,6 +37,7 @@ from kandev_lsp.lsp.endpoint import (
     UseDefault,
 )
 from kandev_lsp.lsp.errors import HandlerError, LspError, RequestTimeout, ResponseError, ServerClosed
+from kandev_lsp.lsp.readiness import LOG_MESSAGE, SERVER_STATUS, ReadinessStatus, ReadinessTracker
 from kandev_lsp.protocol import (
     DEFAULT_LIMITS,
     NEED_DATA,
@@ -128,8 +130,13 @@ class LspClient:
         peer: str = "language server",
         frame_limits: FrameLimits = DEFAULT_LIMITS,
         write_timeout: float = DEFAULT_WRITE_TIMEOUT,
+        readiness: Readiness | None = None,
     ) -> None:
         self.endpoint = endpoint if endpoint is not None else Endpoint()
+        self._readiness_declared = readiness
+        #: Readiness of the server under the language's declaration (None without one), fed by the reader.
+        self.readiness: ReadinessTracker | None = None
+        self._ready = asyncio.Event()
         self._reader = reader
         self._writer = writer
         self._decoder = FrameDecoder(frame_limits, peer=peer)
@@ -156,6 +163,8 @@ class LspClient:
         """Start the reader task (idempotent). Call from a running event loop."""
         if self._reader_task is None:
             self._loop = asyncio.get_running_loop()
+            if self._readiness_declared is not None and self.readiness is None:
+                self.readiness = ReadinessTracker(self._readiness_declared, started_at=self._loop.time())
             self._reader_task = self._loop.create_task(self._read(), name=f"lsp reader ({self._peer})")
 
     async def __aenter__(self) -> LspClient:
@@ -232,7 +241,32 @@ class LspClient:
         if not isinstance(result, dict):
             raise ResponseError("initialize", ErrorCode.INTERNAL_ERROR, "the result is not an object")
         await self.notify("initialized", {})
+        if self.readiness is not None and self.readiness.initialized(
+            self.now(), self.endpoint.progress.snapshot()
+        ):
+            self._ready.set()
         return result
+
+    async def wait_ready(self, timeout: float | None = None) -> ReadinessStatus:
+        """Wait until the server is ready under its language's readiness declaration, or ``timeout``.
+
+        Never raises for a timeout: the returned status says ready or not, with what the server reports
+        (progress titles, its status message, elapsed time), so the caller can say why it gives up.
+        ``timeout`` defaults to the declaration's own timeout.
+        """
+        tracker = self.readiness
+        if tracker is None:
+            raise ValueError("this LspClient was created without a readiness declaration")
+        limit = tracker.readiness.timeout if timeout is None else timeout
+        if not self._ready.is_set():
+            waiter = asyncio.ensure_future(self._ready.wait())
+            closed = asyncio.ensure_future(self.wait_closed())
+            try:
+                await asyncio.wait({waiter, closed}, timeout=limit, return_when=asyncio.FIRST_COMPLETED)
+            finally:
+                waiter.cancel()
+                closed.cancel()
+        return tracker.status(self.now())
 
     async def notify(self, method: str, params: Any = None) -> None:
         """Send a notification (waits only for the write to drain)."""
@@ -355,8 +389,11 @@ class LspClient:
                         )
                     )
             elif isinstance(event, NotificationReceived | ServerRequestReceived):
-                if isinstance(event, ServerRequestReceived) and not event.answered:
-                    self._run_handler(event)
+                if isinstance(event, ServerRequestReceived):
+                    if not event.answered:
+                        self._run_handler(event)
+                elif self.readiness is not None:
+                    self._observe_readiness(event)
                 for subscription in self._subscriptions:
                     if subscription.methods is None or event.method in subscription.methods:
                         subscription._offer(event)
@@ -374,6 +411,23 @@ class LspClient:
                 self.rejected += 1
             else:
                 self.unmatched += 1
+
+    def _observe_readiness(self, event: NotificationReceived) -> None:
+        tracker = self.readiness
+        assert tracker is not None
+        method = event.method
+        declared = tracker.readiness
+        if (
+            method == "$/progress"
+            or method == SERVER_STATUS
+            or method == declared.notification
+            or (method == LOG_MESSAGE and declared.log_message is not None)
+        ):
+            now = self.now()
+            if tracker.observe(method, event.params, now, self.endpoint.progress.snapshot()):
+                self._ready.set()
+            else:
+                self._ready.clear()
 
     def _run_handler(self, event: ServerRequestReceived) -> None:
         handler = self._handlers.get(event.method)

@@ -9,7 +9,10 @@ the ``kandev_lsp_readiness`` hook):
   those early answers are incomplete); stays ready once reached;
 * ``server_status``: ready while the last ``experimental/serverStatus`` said ``quiescent: true``
   (rust-analyzer); it may become busy again;
-* ``notification``: ready once the declared notification arrived (kotlin-lsp); stays ready.
+* ``notification``: ready once the declared notification arrived (kotlin-lsp); stays ready;
+* with any kind, a ``window/logMessage`` matching the declared ``log_message`` pattern (after
+  ``initialize`` was answered) also makes the server ready for good (pyright reports no progress when
+  its analysis is short, but always logs ``Found N source files``).
 
 Nothing is ready before ``initialize`` is answered. :meth:`ReadinessTracker.status` says ready or not,
 with what the server reports (progress titles, its status message, elapsed time), so a caller that gives
@@ -18,6 +21,7 @@ up after ``Readiness.timeout`` reports why instead of returning a silently incom
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -25,8 +29,9 @@ from typing import Any
 from kandev_lsp.language import Readiness, ReadinessKind
 from kandev_lsp.lsp.progress import ProgressSnapshot
 
-__all__ = ["SERVER_STATUS", "ReadinessStatus", "ReadinessTracker"]
+__all__ = ["LOG_MESSAGE", "SERVER_STATUS", "ReadinessStatus", "ReadinessTracker"]
 
+LOG_MESSAGE = "window/logMessage"
 #: rust-analyzer's status notification (client capability ``experimental.serverStatusNotification``).
 SERVER_STATUS = "experimental/serverStatus"
 
@@ -97,6 +102,10 @@ class ReadinessTracker:
                 self._quiescent = params.get("quiescent") is True
         elif kind is ReadinessKind.NOTIFICATION and method == self.readiness.notification:
             self._latched = True
+        elif method == LOG_MESSAGE and self.readiness.log_message is not None and self._initialized:
+            message = params.get("message") if isinstance(params, Mapping) else None
+            if isinstance(message, str) and re.search(self.readiness.log_message, message):
+                self._latched = True
         return self._update(now)
 
     def _decide(self) -> bool:

@@ -22,9 +22,10 @@ LANGUAGE = LanguageSpec(
     # answers an LSP initialize, which is how installs are verified.
     version_args=(),
     document_language_ids={".py": "python", ".pyi": "python"},
-    # pyright answers before its first analysis ends, incompletely (references to click's Command.invoke:
-    # 4 lines in 1 file instead of 5 in 2); its first work-done progress end marks the full analysis.
-    readiness=Readiness(ReadinessKind.PROGRESS),
+    # pyright answers before it has found the project's files, incompletely (references to click's
+    # Command.invoke: 4 lines in 1 file instead of 5 in 2). Its first work-done progress end marks the
+    # full analysis; a small project gets no progress at all, but always the "Found N source files" log.
+    readiness=Readiness(ReadinessKind.PROGRESS, log_message=r"^Found \d+ source files?"),
 )
 
 

@@ -69,3 +69,14 @@ def test_notification() -> None:
     assert not other.observe("window/logMessage", {}, 2.0)
     status = other.status(3.0)
     assert status.to_json()["waitingFor"] == "the server's x/ready notification"
+
+
+def test_a_matching_log_message_makes_a_progress_server_ready() -> None:
+    readiness = Readiness(ReadinessKind.PROGRESS, log_message=r"^Found \d+ source files?")
+    tracker = ReadinessTracker(readiness, started_at=0.0)
+    assert not tracker.observe("window/logMessage", {"type": 3, "message": "Found 2 source files"}, 0.5)
+    assert not tracker.initialized(1.0, ProgressTracker().snapshot())
+    assert not tracker.observe("window/logMessage", {"type": 3, "message": "Loading pyproject.toml"}, 1.5)
+    assert not tracker.observe("window/logMessage", None, 1.6)
+    assert tracker.observe("window/logMessage", {"type": 3, "message": "Found 1 source file"}, 2.0)
+    assert tracker.ready_at == 2.0
