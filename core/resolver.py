@@ -180,7 +180,7 @@ class Resolver:
                 what = "Set HOME to an absolute folder in the task environment, or put the server on PATH."
             else:
                 what = "Or put the server on the task's PATH, outside the workspace."
-            message = f"{found}, and it cannot be installed: {gate.cache.reason}. {what}"
+            message = f"{found}. It cannot be installed: {gate.cache.reason}. {what}"
         else:
             reason = MissingReason.INSTALLABLE_NOT_REQUESTED
             message = (
