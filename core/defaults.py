@@ -27,8 +27,9 @@ def kandev_lsp_installer_available(language: LanguageSpec, host: HostPlatform) -
     recipe = language.install
     if isinstance(recipe, ManualInstall):
         return False
-    if isinstance(recipe, ReleaseRecipe):
-        return recipe.asset_for(host) is not None
+    if isinstance(recipe, ReleaseRecipe):  # an asset for the host, and a digest to verify it against
+        asset = recipe.asset_for(host)
+        return asset is not None and recipe.digest_declared(asset)
     return True
 
 

@@ -73,7 +73,9 @@ def kandev_lsp_installer_available(language: LanguageSpec, host: HostPlatform) -
 
     Called by the resolver when no server was found, and by ``doctor``. First non-None result wins; the
     core's default (trylast) answers from the language's install recipe: npm and go recipes install
-    anywhere, a release recipe only where it has an asset for the host, a manual recipe never.
+    anywhere, a release recipe only where it has an asset for the host whose SHA-256 is pinned or published
+    where the recipe declares (so "installable" never means "fails for want of a digest"), a manual
+    recipe never. A digest the user gives (``install --sha256``) lifts the last condition for that install.
 
     :param language: the language in question.
     :param host: the platform the server would run on.

@@ -42,6 +42,7 @@ KNOWN_FIELDS = (
     "lsp_server_configs",
     "lsp_status_location",
     "lsp_release_base_urls",
+    "lsp_release_metadata_urls",
 )
 
 
@@ -65,6 +66,8 @@ class UserSettings:
     release_base_urls: Mapping[str, str] = field(default_factory=dict)
     source: str | None = None
     ignored_languages: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    #: Per-language release metadata listing asset digests (``{version}`` replaced), over the plugin's.
+    release_metadata_urls: Mapping[str, str] = field(default_factory=dict)
 
     def server_config(self, language: str) -> Mapping[str, Any]:
         return self.server_configs.get(language, {})
@@ -95,6 +98,7 @@ class UserSettings:
             "lsp_server_configs": {k: dict(v) for k, v in self.server_configs.items()},
             "lsp_status_location": self.status_location,
             "lsp_release_base_urls": dict(self.release_base_urls),
+            "lsp_release_metadata_urls": dict(self.release_metadata_urls),
         }
 
 
@@ -182,13 +186,25 @@ def parse_settings(
         isinstance(v, str) and v.startswith(("http://", "https://")) for v in urls.values()
     ):
         raise SettingsError(f"{where}: lsp_release_base_urls must map language ids to http(s) URLs")
+    metadata_urls = data.get("lsp_release_metadata_urls", {})
+    if not isinstance(metadata_urls, dict) or not all(
+        isinstance(v, str) and v.startswith(("http://", "https://")) for v in metadata_urls.values()
+    ):
+        raise SettingsError(f"{where}: lsp_release_metadata_urls must map language ids to http(s) URLs")
     ignored = {
         name: ids
         for name, ids in zip(LANGUAGE_FIELDS, (ignored_start, ignored_install, ignored_configs), strict=True)
         if ids
     }
     return UserSettings(
-        auto_start, auto_install, configs, location, urls, source=where, ignored_languages=ignored
+        auto_start,
+        auto_install,
+        configs,
+        location,
+        urls,
+        source=where,
+        ignored_languages=ignored,
+        release_metadata_urls=metadata_urls,
     )
 
 

@@ -33,6 +33,7 @@ if TYPE_CHECKING:
     from kandev_lsp.cancel import SignalCancel
     from kandev_lsp.host import PluginHost
     from kandev_lsp.install import InstallProgress, InstallReceipt
+    from kandev_lsp.settings import UserSettings
     from kandev_lsp.taskenv import Task
 
 EXIT_OK = 0
@@ -175,14 +176,14 @@ def run_install(args: argparse.Namespace) -> int:
         plugins.language(args.language)
     except UnknownLanguageError as exc:
         return _usage(args, str(exc))
-    base_urls = load_user_settings(args, plugins.languages()).release_base_urls
+    settings = load_user_settings(args, plugins.languages())
     printer = ProgressPrinter(sys.stderr, tty=sys.stderr.isatty() and not args.json)
     outcome: dict[str, Any] = {"schema": INSTALL_SCHEMA, "version": SCHEMA_VERSION, "language": args.language}
     signals: list[SignalCancel] = []
     try:
         receipt = asyncio.run(
             _install(
-                plugins, task, args.language, args.server_version, args.sha256, printer, base_urls, signals
+                plugins, task, args.language, args.server_version, args.sha256, printer, settings, signals
             )
         )
     except (KeyboardInterrupt, InstallCancelled):
@@ -217,7 +218,7 @@ async def _install(
     version: str | None,
     sha256: str | None,
     printer: ProgressPrinter,
-    base_urls: dict[str, str] | Any,
+    settings: UserSettings,
     signals: list[SignalCancel],
 ) -> InstallReceipt:
     from kandev_lsp.cancel import CancelToken, SignalCancel
@@ -228,7 +229,11 @@ async def _install(
     cancel = CancelToken()
     async with (
         SignalCancel(cancel) as handler,
-        InstallManager(plugins, release_base_urls=base_urls) as manager,
+        InstallManager(
+            plugins,
+            release_base_urls=settings.release_base_urls,
+            release_metadata_urls=settings.release_metadata_urls,
+        ) as manager,
     ):
         signals.append(handler)
         return await manager.install(

@@ -31,13 +31,21 @@ from urllib.parse import quote, urlsplit, urlunsplit
 
 import httpx
 from kandev_lsp.errors import KandevLspError
-from kandev_lsp.install.digests import MAX_DIGEST_FILE_BYTES, normalize_sha256, parse_published_digest
+from kandev_lsp.install.digests import (
+    MAX_DIGEST_FILE_BYTES,
+    MAX_METADATA_BYTES,
+    DigestPlan,
+    normalize_sha256,
+    parse_published_digest,
+    parse_release_metadata,
+    plan_digest,
+)
 from kandev_lsp.language import ReleaseAsset, ReleaseRecipe
 
 ProgressCallback = Callable[[int, int | None], None]
 """Called with ``(bytes_downloaded, total_bytes_or_None)``; the total is the server's Content-Length."""
 
-DigestSource = Literal["pinned", "published"]
+DigestSource = Literal["pinned", "published", "metadata"]
 TimeoutPhase = Literal["connect", "response headers", "body"]
 
 #: Downloads (and gzip output) larger than this are refused: a guard against a hostile or broken mirror
@@ -45,6 +53,14 @@ TimeoutPhase = Literal["connect", "response headers", "body"]
 DEFAULT_MAX_BYTES = 2 * 1024**3
 
 _SUPPORTED_COMPRESSIONS = ("gzip", "none", "zip", "tar.gz")
+
+#: What to do when no digest can be had (every such error ends with it).
+DIGEST_ADVICE = (
+    "Get the asset's SHA-256 from a source you trust and pass it with `kandev-lsp install LANG --sha256 HEX`, "
+    "or use a mirror (lsp_release_base_urls) that publishes <asset>.sha256 files beside its assets."
+)
+#: The media type asked of a release metadata endpoint (the GitHub API answers JSON either way).
+METADATA_ACCEPT = "application/vnd.github+json, application/json"
 # zlib output is produced in slices of this size so one small chunk of a "zip bomb" cannot allocate
 # gigabytes at once.
 _UNPACK_SLICE = 1024 * 1024
@@ -89,7 +105,8 @@ class DownloadResult:
 
     ``url`` is the redacted asset URL, ``sha256`` the digest of the downloaded bytes (before any gzip
     decompression), ``size`` the number of bytes downloaded and ``unpacked_size`` the size of ``path``.
-    ``digest_source`` says whether the digest was pinned by the plugin or published by the mirror.
+    ``digest_source`` says whether the digest was pinned (by the plugin or the user), published in a
+    ``.sha256`` file beside the asset, or read from the release metadata.
     """
 
     url: str
@@ -134,7 +151,7 @@ class DownloadConnectionError(DownloadError):
 
 
 class DigestUnavailableError(DownloadError):
-    """No digest is pinned and the mirror publishes no usable ``<asset>.sha256``."""
+    """No digest is pinned and none could be had from where the recipe says its origin publishes them."""
 
 
 class DigestMismatch(DownloadError):
@@ -178,6 +195,13 @@ def release_asset_url(base_url: str, version: str, asset_name: str) -> str:
         )
     base = urlunsplit((parts.scheme, parts.netloc, parts.path.rstrip("/"), "", ""))
     return f"{base}/{quote(version, safe='')}/{quote(asset_name, safe='')}"
+
+
+def _check_http_url(url: str, what: str) -> None:
+    """Refuse a URL that is not plain http(s) (a ``file:`` or ``ftp:`` origin is never fetched)."""
+    parts = urlsplit(url.strip())
+    if parts.scheme not in ("http", "https") or not parts.netloc:
+        raise ValueError(f"{what} {redact_url(url)!r} must be an http:// or https:// URL")
 
 
 def redact_url(url: str) -> str:
@@ -377,7 +401,9 @@ def _translated_errors(url: str, timeouts: DownloadTimeouts) -> Iterator[None]:
         ) from exc
 
 
-async def _send(client: httpx.AsyncClient, url: str, timeouts: DownloadTimeouts) -> httpx.Response:
+async def _send(
+    client: httpx.AsyncClient, url: str, timeouts: DownloadTimeouts, accept: str | None = None
+) -> httpx.Response:
     """Sends a GET and waits for the response headers, at most ``timeouts.headers`` after the request.
 
     httpcore's ``trace`` extension reports when the wait for headers starts, so the deadline does not
@@ -404,7 +430,7 @@ async def _send(client: httpx.AsyncClient, url: str, timeouts: DownloadTimeouts)
         "GET",
         url,
         # The digest covers the file as published: no transparent compression by the server.
-        headers={"Accept-Encoding": "identity"},
+        headers={"Accept-Encoding": "identity", **({"Accept": accept} if accept else {})},
         timeout=timeouts.for_httpx(),
         extensions={"trace": trace},
     )
@@ -434,11 +460,11 @@ async def _send(client: httpx.AsyncClient, url: str, timeouts: DownloadTimeouts)
 
 @contextlib.asynccontextmanager
 async def _get(
-    client: httpx.AsyncClient, url: str, timeouts: DownloadTimeouts
+    client: httpx.AsyncClient, url: str, timeouts: DownloadTimeouts, *, accept: str | None = None
 ) -> AsyncIterator[httpx.Response]:
     """An open streaming response; httpx errors inside the block become :class:`DownloadError`."""
     with _translated_errors(url, timeouts):
-        response = await _send(client, url, timeouts)
+        response = await _send(client, url, timeouts, accept)
         try:
             yield response
         finally:
@@ -540,6 +566,7 @@ async def download_release_asset(
     dest_file: Path,
     *,
     base_url: str | None = None,
+    metadata_url: str | None = None,
     timeouts: DownloadTimeouts = DEFAULT_TIMEOUTS,
     progress: ProgressCallback | None = None,
     client: httpx.AsyncClient | None = None,
@@ -548,8 +575,10 @@ async def download_release_asset(
     """Download ``asset`` of ``recipe`` to ``dest_file``, verified, atomically.
 
     The URL is ``<base_url or recipe.base_url>/<recipe.version>/<asset.name>``. The SHA-256 of the
-    downloaded bytes must equal ``asset.sha256`` or, when the plugin pins none, the digest published at
-    ``<asset URL>.sha256`` (fetched first, so a missing digest fails before a long download).
+    downloaded bytes must equal the digest :func:`~kandev_lsp.install.digests.plan_digest` names:
+    ``asset.sha256``, or the asset's entry in the release metadata (``metadata_url``, a per-language
+    override, else the recipe's), or ``<asset URL>.sha256``. It is fetched first, so a missing digest fails
+    before a long download; with no source at all nothing is requested.
 
     What ``dest_file`` receives depends on ``asset.compression``: ``"gzip"`` -> the decompressed stream,
     mode 0o755; ``"none"`` -> the body, mode 0o755; ``"zip"`` / ``"tar.gz"`` -> the archive itself, mode
@@ -575,7 +604,13 @@ async def download_release_asset(
                 f"asset {asset.name!r} declares compression {asset.compression!r}; supported: "
                 + ", ".join(_SUPPORTED_COMPRESSIONS)
             )
-        pinned = normalize_sha256(asset.sha256) if asset.sha256 is not None else None
+        digest = plan_digest(recipe, asset, base_url=base_url, metadata_url=metadata_url)
+        if digest.kind == "pinned":
+            assert digest.value is not None
+            digest = DigestPlan("pinned", value=normalize_sha256(digest.value))
+        elif digest.kind == "metadata":
+            assert digest.url is not None
+            _check_http_url(digest.url, "release metadata URL")
     except ValueError as exc:
         raise UnsupportedAssetError(
             f"cannot download release asset {asset.name!r}: {exc}. This is a problem in the plugin's "
@@ -586,9 +621,9 @@ async def download_release_asset(
     if client is None:
         async with httpx.AsyncClient(timeout=timeouts.for_httpx(), follow_redirects=True) as own_client:
             return await _download(
-                own_client, url, recipe, asset, pinned, dest_file, timeouts, progress, max_bytes
+                own_client, url, recipe, asset, digest, dest_file, timeouts, progress, max_bytes
             )
-    return await _download(client, url, recipe, asset, pinned, dest_file, timeouts, progress, max_bytes)
+    return await _download(client, url, recipe, asset, digest, dest_file, timeouts, progress, max_bytes)
 
 
 async def _download(
@@ -596,7 +631,7 @@ async def _download(
     url: str,
     recipe: ReleaseRecipe,
     asset: ReleaseAsset,
-    pinned: str | None,
+    digest: DigestPlan,
     dest_file: Path,
     timeouts: DownloadTimeouts,
     progress: ProgressCallback | None,
@@ -604,10 +639,21 @@ async def _download(
 ) -> DownloadResult:
     shown = redact_url(url)
     source: DigestSource
-    if pinned is not None:
-        expected, source = pinned, "pinned"
-    else:
+    if digest.kind == "pinned":
+        assert digest.value is not None
+        expected, source = digest.value, "pinned"
+    elif digest.kind == "metadata":
+        assert digest.url is not None
+        expected = await _metadata_digest(client, digest.url, asset.name, timeouts)
+        source = "metadata"
+    elif digest.kind == "file":
         expected, source = await _published_digest(client, url, asset.name, timeouts), "published"
+    else:
+        raise DigestUnavailableError(
+            f"no SHA-256 digest is pinned for {asset.name!r} and its release origin publishes none, so it "
+            f"cannot be verified. {DIGEST_ADVICE}",
+            url=shown,
+        )
 
     hasher = hashlib.sha256()
     async with _get(client, url, timeouts) as response:
@@ -716,10 +762,7 @@ async def _published_digest(
     """The digest the mirror publishes at ``<asset_url>.sha256``."""
     digest_url = f"{asset_url}.sha256"
     shown = redact_url(digest_url)
-    advice = (
-        "Pin the digest in the plugin (ReleaseAsset.sha256) or use a mirror that publishes "
-        "<asset>.sha256 files beside its assets."
-    )
+    advice = DIGEST_ADVICE
     body = bytearray()
 
     def collect(chunk: bytes) -> None:
@@ -746,6 +789,42 @@ async def _published_digest(
         raise DigestUnavailableError(
             f"no SHA-256 digest is pinned for {asset_name!r} and {shown} holds no usable digest: {exc}. "
             + advice,
+            url=shown,
+        ) from None
+
+
+async def _metadata_digest(
+    client: httpx.AsyncClient, metadata_url: str, asset_name: str, timeouts: DownloadTimeouts
+) -> str:
+    """The digest the release origin lists for ``asset_name`` in its release metadata (JSON)."""
+    shown = redact_url(metadata_url)
+    body = bytearray()
+
+    def collect(chunk: bytes) -> None:
+        body.extend(chunk)
+        if len(body) > MAX_METADATA_BYTES:
+            raise DigestUnavailableError(
+                f"the release metadata at {shown} is larger than {MAX_METADATA_BYTES} bytes; refusing it. "
+                + DIGEST_ADVICE,
+                url=shown,
+            )
+
+    async with _get(client, metadata_url, timeouts, accept=METADATA_ACCEPT) as response:
+        try:
+            _check_status(response, metadata_url, f"the release metadata listing {asset_name!r}", "")
+        except DownloadError as exc:
+            raise DigestUnavailableError(
+                f"no SHA-256 digest is pinned for {asset_name!r} and the release metadata could not be "
+                f"fetched: {str(exc).rstrip()} {DIGEST_ADVICE}",
+                url=shown,
+            ) from None
+        await _read_body(response, metadata_url, timeouts, collect)
+    try:
+        return parse_release_metadata(body.decode("utf-8", errors="replace"), asset_name)
+    except ValueError as exc:
+        raise DigestUnavailableError(
+            f"no SHA-256 digest is pinned for {asset_name!r} and the release metadata at {shown} gives "
+            f"none: {exc}. {DIGEST_ADVICE}",
             url=shown,
         ) from None
 

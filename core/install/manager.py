@@ -109,6 +109,8 @@ class InstallManager:
     :param plugins: the plugin host whose languages and recipes are installed.
     :param supervisor: owns every process installs start (default: each run owns its own).
     :param release_base_urls: per-language mirror for release downloads (``lsp_release_base_urls``).
+    :param release_metadata_urls: per-language release metadata listing asset digests, instead of the
+        plugin's (``lsp_release_metadata_urls``; ``{version}`` is replaced).
     :param download_timeouts: connect / headers / stalled-read limits for release downloads.
     :param install_timeout: the longest an installer tool (npm, go) may run.
     :param verify_timeout: the longest a new server may take to answer its verification.
@@ -120,6 +122,7 @@ class InstallManager:
         *,
         supervisor: ProcessSupervisor | None = None,
         release_base_urls: Mapping[str, str] | None = None,
+        release_metadata_urls: Mapping[str, str] | None = None,
         download_timeouts: DownloadTimeouts | None = None,
         install_timeout: float | None = DEFAULT_INSTALL_TIMEOUT,
         verify_timeout: float = DEFAULT_VERIFY_TIMEOUT,
@@ -127,6 +130,7 @@ class InstallManager:
         self.plugins = plugins
         self._supervisor = supervisor
         self._release_base_urls = dict(release_base_urls or {})
+        self._release_metadata_urls = dict(release_metadata_urls or {})
         self._download_timeouts = download_timeouts
         self._install_timeout = install_timeout
         self._verify_timeout = verify_timeout
@@ -168,9 +172,19 @@ class InstallManager:
             raise InstallError(language, "the install manager is closed; create a new one to install")
         spec = self.plugins.language(language)
         root = task.env.cache_root()
-        plan = plan_install(spec, task.host, version=version, sha256=sha256, cache_root=root)
+        plan = plan_install(
+            spec,
+            task.host,
+            version=version,
+            sha256=sha256,
+            cache_root=root,
+            digest_sources=self._digest_sources(spec.id),
+        )
         assert root is not None  # plan_install refuses a disabled cache
-        if not self.plugins.installer_available(spec, task.host):
+        # The hook answers "installable unattended"; for a release asset (plan_install found one for this
+        # host), a digest source the user gives settles the one thing the default answer cannot know.
+        user_digest = plan.asset is not None and (sha256 is not None or bool(self._digest_sources(spec.id)))
+        if not user_digest and not self.plugins.installer_available(spec, task.host):
             raise NoInstallerError(
                 spec.id,
                 f"no installer for {spec.display_name} on {task.host} (a plugin said so); install "
@@ -367,8 +381,18 @@ class InstallManager:
         return await install_release(
             ctx,
             base_url=self._release_base_urls.get(ctx.language),
+            metadata_url=self._release_metadata_urls.get(ctx.language),
             timeouts=self._download_timeouts or DownloadTimeouts(),
         )
+
+    def _digest_sources(self, language: str) -> tuple[str, ...]:
+        """Where the user configured digests to come from for ``language`` (a mirror, metadata)."""
+        sources = []
+        if self._release_base_urls.get(language):
+            sources.append("mirror")
+        if self._release_metadata_urls.get(language):
+            sources.append("metadata")
+        return tuple(sources)
 
     def _receipt(self, spec: LanguageSpec, plan: InstallPlan, staged: Staged) -> InstallReceipt:
         plugin, plugin_version = self._plugin_of(spec.id)

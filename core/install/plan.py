@@ -88,6 +88,10 @@ def identity_of(recipe: InstallableRecipe, asset: ReleaseAsset | None) -> str:
     return f"release {asset.name}@{recipe.version}{pinned}"
 
 
+def _digest_known(recipe: ReleaseRecipe, asset: ReleaseAsset, user_sources: tuple[str, ...]) -> bool:
+    return recipe.digest_declared(asset) or bool(user_sources)
+
+
 def plan_install(
     spec: LanguageSpec,
     host: HostPlatform,
@@ -95,6 +99,7 @@ def plan_install(
     version: str | None = None,
     sha256: str | None = None,
     cache_root: str | None = "",
+    digest_sources: tuple[str, ...] = (),
 ) -> InstallPlan:
     """Decide what installing ``spec`` on ``host`` means.
 
@@ -102,7 +107,10 @@ def plan_install(
     :param sha256: the digest a release asset must have, given by the user: for a version the plugin
         pins no digest for, from a source that publishes none beside the asset.
     :param cache_root: the task's cache root; ``None`` means the cache is disabled (HOME not absolute).
-    :raises NoInstallerError: manual-only language, no release asset for ``host``, or no cache.
+    :param digest_sources: digest sources the user configured for the language (a mirror, release
+        metadata): either one can supply the digest of a release asset the recipe declares none for.
+    :raises NoInstallerError: manual-only language, no release asset for ``host``, no cache, or a release
+        asset whose digest nobody pins or publishes (the message says how to give one: ``--sha256``).
     :raises InstallError: ``version`` is not an exact version.
     """
     recipe = spec.install
@@ -145,4 +153,16 @@ def plan_install(
             asset = replace(asset, sha256=normalize_sha256(sha256))
         except ValueError as exc:
             raise InstallError(spec.id, f"cannot use the SHA-256 digest given: {exc}") from None
+    elif (
+        isinstance(recipe, ReleaseRecipe)
+        and asset is not None
+        and not _digest_known(recipe, asset, digest_sources)
+    ):
+        raise NoInstallerError(
+            spec.id,
+            f"cannot install {spec.command} unattended: no SHA-256 digest is pinned for {asset.name} and "
+            "its release origin publishes none, so the download could not be verified. Get the digest "
+            f"from a source you trust and run `kandev-lsp install {spec.id} --sha256 HEX`, or configure a "
+            "mirror (lsp_release_base_urls) that publishes <asset>.sha256 files.",
+        )
     return InstallPlan(spec.id, recipe, recipe.version, identity, asset)

@@ -1,7 +1,8 @@
 """Release recipes: download the host's asset into the staging folder's ``bin/``.
 
 The download itself (streaming, SHA-256 verification, gzip, timeouts) is :mod:`kandev_lsp.install.download`;
-this module picks the URL (the plugin's base URL unless the user configured a mirror for the language),
+this module picks the URL (the plugin's base URL unless the user configured a mirror for the language)
+and the release metadata that lists the digest (the plugin's, unless the user configured one),
 unpacks archives, and reports byte progress. httpx is imported only when a release is installed.
 """
 
@@ -32,7 +33,13 @@ def executable_name(bin_name: str, windows: bool) -> str:
     return f"{bin_name}.exe" if windows and "." not in bin_name else bin_name
 
 
-async def install_release(ctx: InstallContext, *, base_url: str | None, timeouts: DownloadTimeouts) -> Staged:
+async def install_release(
+    ctx: InstallContext,
+    *,
+    base_url: str | None,
+    timeouts: DownloadTimeouts,
+    metadata_url: str | None = None,
+) -> Staged:
     from kandev_lsp.install.download import DownloadError, download_release_asset
 
     recipe, asset = ctx.plan.recipe, ctx.plan.asset
@@ -48,7 +55,13 @@ async def install_release(ctx: InstallContext, *, base_url: str | None, timeouts
 
     try:
         result = await download_release_asset(
-            recipe, asset, download_to, base_url=base_url, timeouts=timeouts, progress=report
+            recipe,
+            asset,
+            download_to,
+            base_url=base_url,
+            metadata_url=metadata_url,
+            timeouts=timeouts,
+            progress=report,
         )
     except DownloadError as exc:
         raise InstallError(

@@ -3,6 +3,11 @@
 Only macOS and Linux on x86_64 and aarch64 have assets, so other hosts report "no installer" while a
 rust-analyzer a user installed by hand still resolves. ``~/.cargo/bin/rust-analyzer`` is often a rustup
 proxy whose component is not installed: the core runs such a proxy once before trusting it.
+
+The releases publish no ``<asset>.sha256`` beside the assets, but the release origin records every
+asset's SHA-256 in its release metadata (the ``digest`` of each asset in the GitHub releases API), which
+the core fetches over HTTPS before the download. A mirror (``lsp_release_base_urls``) publishes
+``.sha256`` files instead; ``lsp_release_metadata_urls`` points the metadata elsewhere.
 """
 
 from __future__ import annotations
@@ -13,6 +18,7 @@ from kandev_lsp import LanguageSpec, Readiness, ReadinessKind, ReleaseAsset, Rel
 
 RELEASE_VERSION = "2025-11-24"
 RELEASE_BASE_URL = "https://github.com/rust-lang/rust-analyzer/releases/download"
+RELEASE_METADATA_URL = "https://api.github.com/repos/rust-lang/rust-analyzer/releases/tags/{version}"
 
 _TARGETS = {
     "linux-x86_64": "x86_64-unknown-linux-gnu",
@@ -36,6 +42,8 @@ LANGUAGE = LanguageSpec(
             for key, target in _TARGETS.items()
         },
         bin="rust-analyzer",
+        digest_files=False,
+        metadata_url=RELEASE_METADATA_URL,
     ),
     homepage="https://rust-analyzer.github.io",
     proxy_launchers=("rustup",),

@@ -267,7 +267,7 @@ def test_no_pinned_and_no_published_digest_fails_before_downloading(
 
     message = str(caught.value)
     assert f"{release_server.url}/{VERSION}/{ASSET}.sha256" in message
-    assert "Pin the digest" in message and "mirror that publishes" in message
+    assert "--sha256" in message and "publishes <asset>.sha256" in message
     assert release_server.paths_requested() == [f"/{VERSION}/{ASSET}.sha256"]
     assert names(tmp_path) == []
 
