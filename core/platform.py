@@ -8,7 +8,7 @@ keys, which release asset to download) takes a :class:`HostPlatform` argument in
 from __future__ import annotations
 
 import ntpath
-import platform as _stdlib_platform
+import os
 import posixpath
 import sys
 from dataclasses import dataclass
@@ -29,6 +29,16 @@ _ARCH_ALIASES: dict[str, Architecture] = {
 }
 
 
+def _machine() -> str:
+    """``platform.machine()``. On POSIX that is ``os.uname().machine``: read it directly and spare every
+    kandev-lsp start-up the import of the platform module."""
+    if hasattr(os, "uname"):
+        return os.uname().machine
+    import platform
+
+    return platform.machine()
+
+
 @dataclass(frozen=True, slots=True)
 class HostPlatform:
     """The operating system and CPU architecture a server would run on."""
@@ -40,7 +50,7 @@ class HostPlatform:
     def current(cls) -> HostPlatform:
         """The platform of this interpreter."""
         os_name = _OS_NAMES.get(sys.platform, "linux")
-        arch: Architecture = _ARCH_ALIASES.get(_stdlib_platform.machine().lower(), "other")
+        arch: Architecture = _ARCH_ALIASES.get(_machine().lower(), "other")
         return cls(os_name, arch)
 
     @classmethod

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import os
 import stat
-import subprocess
 from collections.abc import Mapping
 from dataclasses import dataclass
 
@@ -99,6 +98,8 @@ def run_briefly(argv: list[str], env: Mapping[str, str], *, timeout: float) -> B
         return BriefRun(
             False, "", f"not run: {argv[0] if argv else '(empty argv)'!r} is not an absolute path"
         )
+    import subprocess  # here, not at the top: every resolve imports this module, few run anything
+
     try:
         completed = subprocess.run(  # noqa: S603 - argv from the resolver, absolute path, no shell
             argv,

@@ -231,7 +231,8 @@ def test_resolve_registers_only_its_own_subcommand() -> None:
     probe = (
         "import sys; from kandev_lsp.cli import main\n"
         "try:\n    main(['resolve', 'go', '--json'])\nexcept SystemExit:\n    pass\n"
-        "print(sorted(m for m in sys.modules if m.startswith('kandev_lsp.cli.') or m in ('shutil', 'logging')))"
+        "print(sorted(m for m in sys.modules if m.startswith('kandev_lsp.cli.')"
+        " or m in ('shutil', 'logging', 'subprocess', 'platform')))"
     )
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout
     loaded = out.strip().splitlines()[-1]
