@@ -7,18 +7,21 @@ stream. Nothing but LSP frames is written to stdout; diagnostics (and the server
 stderr.
 
 Exit status: the server's own when it exits by itself (128+N when killed by signal N); 0 when the editor
-closed its input and the server had to be stopped; 10-13 when no server was found (as ``resolve``:
+closed its input and the server had to be stopped (or the install cancelled); 10-13 when no server was found (as ``resolve``:
 10 installable but ``--install`` not given, 11 no installer here, 12 managed cache disabled, 13 unknown
 language); 20 install failed; 21 the server could not be started; 22 malformed or oversized LSP framing
 from the editor or the server; 23 the server stopped reading its input or the editor stopped reading its
-output; 1 any other error; 2 usage.
+output; 1 any other error; 2 usage. On SIGINT, SIGTERM or SIGHUP (Emacs and a terminal hangup send it)
+``run`` stops the server's whole tree (or cancels the install), then dies by that same signal, as the
+server itself would have: editors then report a signal, not an exit status of 128+N.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import sys
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, BinaryIO
 
 from kandev_lsp.cli.common import load_plugins
 from kandev_lsp.cli.serve import (
@@ -36,6 +39,7 @@ if TYPE_CHECKING:
     from kandev_lsp.session import BridgeLimits
     from kandev_lsp.settings import SettingsFile
     from kandev_lsp.stream.bridge import BridgeEnd
+    from kandev_lsp.stream.stdio import StdioChannel
     from kandev_lsp.taskenv import Task
 
 EXIT_INSTALL_FAILED = 20
@@ -82,7 +86,34 @@ def run_run(args: argparse.Namespace) -> int:
         )
         print(f"kandev-lsp: {resolution.message}{hint}", file=sys.stderr)
         return resolution.exit_code
-    return asyncio.run(run_stdio(plugins, task, resolution, settings))
+    signalled: list[int] = []
+    status = asyncio.run(run_stdio(plugins, task, resolution, settings, signalled=signalled))
+    if signalled:
+        die_by_signal(signalled[0])
+    return status
+
+
+#: The signals that stop ``run`` (after the server tree is stopped): Ctrl-C, ``kill``, and a hangup
+#: (Emacs sends SIGHUP to its subprocesses when it quits; so does a closing terminal).
+STOP_SIGNALS = ("SIGINT", "SIGTERM", "SIGHUP")
+
+
+def die_by_signal(signum: int) -> int:
+    """End this process by ``signum`` with its default action, as a server started directly would.
+
+    Cleanup is done by then; only the exit is left. An editor then sees "killed by signal N" rather
+    than an exit status of 128+N (Neovim warns about every forced stop otherwise). Returns 128+N only
+    if the signal did not end the process (it is blocked), so the caller can still exit with it.
+    """
+    import os
+    import signal
+
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(Exception):
+            stream.flush()
+    signal.signal(signum, signal.SIG_DFL)
+    os.kill(os.getpid(), signum)
+    return 128 + signum
 
 
 def _report_progress(report: InstallProgress) -> None:
@@ -129,10 +160,17 @@ async def run_stdio(
     resolution: Resolution,
     settings: SettingsFile | None,
     limits: BridgeLimits | None = None,
+    *,
+    signalled: list[int] | None = None,
+    stdin: BinaryIO | None = None,
+    stdout: BinaryIO | None = None,
 ) -> int:
-    """Bridge this process's stdin/stdout to the resolved (or, if missing, installed) server.
+    """Bridge this process's stdin/stdout (or ``stdin``/``stdout``) to the resolved (or, if missing,
+    installed) server.
 
-    SIGINT and SIGTERM stop the server tree and exit with 128 + the signal number.
+    SIGINT, SIGTERM and SIGHUP stop the server tree (or cancel the install) and return 128 + the signal
+    number; the signal is also appended to ``signalled``, so the caller can die by it
+    (:func:`die_by_signal`).
     """
     import asyncio
     import signal
@@ -142,23 +180,54 @@ async def run_stdio(
     main = asyncio.current_task()
     assert main is not None
     loop = asyncio.get_running_loop()
-    received: list[int] = []
+    received: list[int] = [] if signalled is None else signalled
+    signums = [getattr(signal, name) for name in STOP_SIGNALS if hasattr(signal, name)]
 
     def interrupted(signum: int) -> None:
-        received.append(signum)
-        main.cancel()
+        if not received:
+            received.append(signum)
+            main.cancel()
 
-    for signum in (signal.SIGINT, signal.SIGTERM):
+    for signum in signums:
         loop.add_signal_handler(signum, interrupted, signum)
     try:
-        return await _run_stdio(plugins, task, resolution, settings, limits or DEFAULT_BRIDGE_LIMITS)
+        return await _run_stdio(
+            plugins, task, resolution, settings, limits or DEFAULT_BRIDGE_LIMITS, stdin, stdout
+        )
     except asyncio.CancelledError:
         if not received:
             raise
         return 128 + received[0]
     finally:
-        for signum in (signal.SIGINT, signal.SIGTERM):
+        for signum in signums:
             loop.remove_signal_handler(signum)
+
+
+async def _install_unless_the_editor_leaves(
+    plugins: PluginHost, task: Task, language: str, settings: SettingsFile | None, channel: StdioChannel
+) -> Resolution | int:
+    """Install while watching the editor's input: its end (the editor quit or gave up waiting, e.g.
+    eglot after 30 s) cancels the install. Messages it sends meanwhile stay in the pipe for the server."""
+    import asyncio
+
+    install = asyncio.ensure_future(install_then_resolve(plugins, task, language, settings))
+    left = asyncio.ensure_future(channel.input_closed.wait())
+    editor_left = False
+    try:
+        await asyncio.wait({install, left}, return_when=asyncio.FIRST_COMPLETED)
+        editor_left = not install.done()
+    finally:  # also when a signal cancelled us: leave no install running
+        left.cancel()
+        if not install.done():
+            install.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await install
+    if editor_left:
+        print(
+            f"kandev-lsp: the editor closed its input; the {language} install was cancelled", file=sys.stderr
+        )
+        return 0
+    return install.result()
 
 
 async def _run_stdio(
@@ -167,6 +236,8 @@ async def _run_stdio(
     resolution: Resolution,
     settings: SettingsFile | None,
     limits: BridgeLimits,
+    stdin: BinaryIO | None = None,
+    stdout: BinaryIO | None = None,
 ) -> int:
 
     from kandev_lsp.process import ProcessStartError, ProcessSupervisor
@@ -174,35 +245,38 @@ async def _run_stdio(
     from kandev_lsp.stream.bridge import BridgeEnd, bridge
     from kandev_lsp.stream.stdio import open_stdio
 
-    if not resolution.found:
-        installed = await install_then_resolve(plugins, task, resolution.language, settings)
-        if isinstance(installed, int):
-            return installed
-        resolution = installed
-    async with ProcessSupervisor() as supervisor:
-        channel = await open_stdio(limits)
-        try:
-            session = await ServerSession.start(
-                resolution.argv,
-                task,
-                language=plugins.language(resolution.language),
-                plugins=plugins,
-                settings=settings,
-                limits=limits,
-                supervisor=supervisor,
-                stderr=_stderr_passthrough,
+    channel = await open_stdio(limits, stdin=stdin, stdout=stdout)  # watched from the start (item 7)
+    try:
+        if not resolution.found:
+            installed = await _install_unless_the_editor_leaves(
+                plugins, task, resolution.language, settings, channel
             )
-        except ProcessStartError as exc:
-            print(f"kandev-lsp: {exc}", file=sys.stderr)
-            channel.close()
-            return EXIT_START_FAILED
-        try:
-            result = await bridge(session, channel)
-            # After the editor left, the server gets exit_grace to exit by itself (its status is kept).
-            exited = await session.aclose()
-        finally:
-            await session.aclose()
-            channel.close()
+            if isinstance(installed, int):
+                return installed
+            resolution = installed
+        async with ProcessSupervisor() as supervisor:
+            try:
+                session = await ServerSession.start(
+                    resolution.argv,
+                    task,
+                    language=plugins.language(resolution.language),
+                    plugins=plugins,
+                    settings=settings,
+                    limits=limits,
+                    supervisor=supervisor,
+                    stderr=_stderr_passthrough,
+                )
+            except ProcessStartError as exc:
+                print(f"kandev-lsp: {exc}", file=sys.stderr)
+                return EXIT_START_FAILED
+            try:
+                result = await bridge(session, channel)
+                # After the editor left, the server gets exit_grace to exit by itself (its status is kept).
+                exited = await session.aclose()
+            finally:
+                await session.aclose()
+    finally:
+        channel.close()
     if result.end not in (BridgeEnd.CLIENT_CLOSED, BridgeEnd.SERVER_EXITED):
         print(f"kandev-lsp: {result.end.value}: {result.detail}", file=sys.stderr)
     return exit_status(result.end, exited)

@@ -79,7 +79,7 @@ def add_serve_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentPar
             "Serve GET /api/v1/lsp/stream?language=L&autoInstall=1 for one task (see "
             "docs/stream-contract.md). Prints one JSON line on stdout when listening: "
             '{"event": "listening", "url": ..., "port": ...} (plus "token" when it generated one). '
-            "Clients authenticate with 'Authorization: Bearer <token>'. SIGINT/SIGTERM close every "
+            "Clients authenticate with 'Authorization: Bearer <token>'. SIGINT/SIGTERM/SIGHUP close every "
             "connection with 1001 and stop every server."
         ),
     )
@@ -119,7 +119,11 @@ def run_serve(args: argparse.Namespace) -> int:
 async def serve_until_signalled(
     plugins: PluginHost, task: Task, token: StreamToken, config: StreamConfig, settings: SettingsFile | None
 ) -> int:
-    """Serve until SIGINT or SIGTERM, then close everything; print the listening line on stdout."""
+    """Serve until SIGINT, SIGTERM or SIGHUP, then close everything; print the listening line on stdout.
+
+    SIGHUP counts as a stop (a closed terminal or a quitting parent sends it): left at its default it
+    would end ``serve`` at once, leaving its servers and their trees behind.
+    """
     import asyncio
     import signal
 
@@ -127,7 +131,8 @@ async def serve_until_signalled(
 
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
-    for signum in (signal.SIGINT, signal.SIGTERM):
+    signums = [getattr(signal, name) for name in ("SIGINT", "SIGTERM", "SIGHUP") if hasattr(signal, name)]
+    for signum in signums:
         loop.add_signal_handler(signum, stop.set)
     try:
         async with StreamServer(
@@ -146,6 +151,6 @@ async def serve_until_signalled(
             sys.stdout.flush()
             await stop.wait()
     finally:
-        for signum in (signal.SIGINT, signal.SIGTERM):
+        for signum in signums:
             loop.remove_signal_handler(signum)
     return 0

@@ -24,11 +24,18 @@ class StdioChannel:
     """The editor side of ``kandev-lsp run``: frames on ``reader`` in, frames on ``writer`` out."""
 
     def __init__(
-        self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, limits: BridgeLimits
+        self,
+        reader: asyncio.StreamReader,
+        writer: asyncio.StreamWriter,
+        limits: BridgeLimits,
+        input_closed: asyncio.Event | None = None,
     ) -> None:
         self._reader = reader
         self._writer = writer
         self._limits = limits
+        #: Set as soon as the editor's input ends (even with unread messages still buffered): ``run``
+        #: watches it while it installs, before any frame is read.
+        self.input_closed = input_closed if input_closed is not None else asyncio.Event()
 
     def messages(self) -> AsyncGenerator[bytes, None]:
         return read_frames(
@@ -65,14 +72,32 @@ def _not_a_pipe(name: str) -> StdioUnavailable:
     )
 
 
-async def _connect_reader(stream: BinaryIO) -> asyncio.StreamReader:
+class _WatchedReaderProtocol(asyncio.StreamReaderProtocol):
+    """A stream reader's protocol that also reports the end of its input (EOF or a broken pipe) at
+    once, whatever is still buffered, without consuming anything."""
+
+    def __init__(self, reader: asyncio.StreamReader, closed: asyncio.Event) -> None:
+        super().__init__(reader)
+        self._input_closed = closed
+
+    def eof_received(self) -> bool:
+        self._input_closed.set()
+        return bool(super().eof_received())
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._input_closed.set()
+        super().connection_lost(exc)
+
+
+async def _connect_reader(stream: BinaryIO) -> tuple[asyncio.StreamReader, asyncio.Event]:
     loop = asyncio.get_running_loop()
     reader = asyncio.StreamReader(limit=2**20)
+    closed = asyncio.Event()
     try:
-        await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), stream)
+        await loop.connect_read_pipe(lambda: _WatchedReaderProtocol(reader, closed), stream)
     except ValueError:  # epoll refuses regular files
         raise _not_a_pipe("stdin") from None
-    return reader
+    return reader, closed
 
 
 async def _connect_writer(stream: BinaryIO) -> asyncio.StreamWriter:
@@ -84,8 +109,11 @@ async def _connect_writer(stream: BinaryIO) -> asyncio.StreamWriter:
     return asyncio.StreamWriter(transport, protocol, None, loop)
 
 
-async def open_stdio(limits: BridgeLimits) -> StdioChannel:
-    """The process's own stdin and stdout as a channel (stdout must carry nothing else from now on)."""
-    reader = await _connect_reader(sys.stdin.buffer)
-    writer = await _connect_writer(sys.stdout.buffer)
-    return StdioChannel(reader, writer, limits)
+async def open_stdio(
+    limits: BridgeLimits, *, stdin: BinaryIO | None = None, stdout: BinaryIO | None = None
+) -> StdioChannel:
+    """The process's own stdin and stdout (or the given pipes) as a channel (stdout must carry nothing
+    else from now on)."""
+    reader, closed = await _connect_reader(stdin if stdin is not None else sys.stdin.buffer)
+    writer = await _connect_writer(stdout if stdout is not None else sys.stdout.buffer)
+    return StdioChannel(reader, writer, limits, closed)
