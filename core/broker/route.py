@@ -1,0 +1,283 @@
+"""The broker's WebSocket route, ``GET /lsp/{sessionId}?language=L``, and ``GET /metrics``.
+
+Before the upgrade (websockets' ``process_request``): the path (404), then the authorizer (401), then the
+query (400), so a caller the authorizer refuses causes no lookup at all (K11.5). After the upgrade: the
+execution directory (4002 / 4004), the capacity cap (4005), the upstream connection to the execution's
+``serve`` with its token (4002 when it fails), then the relay.
+
+What is wired today is the mode with browser continuity **off** (K11.6, K18.2): a plain authenticated
+proxy, one upstream per client, frames relayed both ways unchanged (text stays text, binary stays
+binary), the upstream's close code forwarded except codes no close frame may carry (4009), and the
+client's departure closing the upstream (which stops the server). Lease mode is built on the sans-io
+core in this package (``leases``, ``requests``) and is not wired into this route yet: constructing a
+server with continuity on is refused with an error that says so.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+from dataclasses import dataclass
+from http import HTTPStatus
+from typing import Any
+from urllib.parse import urlencode
+
+from kandev_lsp.broker.auth import Authorizer, CallerRequest
+from kandev_lsp.broker.closecodes import CLOSE_REASONS, BrokerCloseCode, proxy_close_for_upstream
+from kandev_lsp.broker.config import DEFAULT_MAX_CONNECTIONS
+from kandev_lsp.broker.contract import BadBrokerRequest, BrokerQuery, parse_broker_path, parse_broker_query
+from kandev_lsp.broker.directory import DirectoryError, Execution, ExecutionDirectory
+from kandev_lsp.broker.leases import LeaseCounts, ReleaseReason
+from kandev_lsp.broker.metrics import CONTENT_TYPE, BrokerMetrics
+from kandev_lsp.errors import KandevLspError
+from kandev_lsp.session import log_event
+from websockets.asyncio.client import ClientConnection, connect
+from websockets.asyncio.server import Server, ServerConnection, serve
+from websockets.exceptions import ConnectionClosed, InvalidHandshake, InvalidURI
+from websockets.http11 import Request, Response
+from websockets.protocol import State
+
+__all__ = ["METRICS_ROUTE", "BrokerConfig", "BrokerServer", "ContinuityNotWired"]
+
+log = logging.getLogger("kandev_lsp.broker")
+
+METRICS_ROUTE = "/metrics"
+_MIB = 1024 * 1024
+
+
+class ContinuityNotWired(KandevLspError):
+    """Browser continuity was asked for, but lease mode is not wired into the route yet."""
+
+
+@dataclass(frozen=True, slots=True)
+class BrokerConfig:
+    host: str = "127.0.0.1"
+    port: int = 0
+    continuity: bool = False
+    capacity: int = DEFAULT_MAX_CONNECTIONS
+    max_message: int = 16 * _MIB
+    #: Each write to a client or to the upstream; a peer that stops reading is cut off after it.
+    write_timeout: float = 5.0
+    #: Connecting to the execution's serve, the WebSocket handshake included.
+    connect_timeout: float = 10.0
+    ping_interval: float | None = 20.0
+    close_timeout: float = 5.0
+
+
+def _json_response(connection: ServerConnection, status: HTTPStatus, data: dict[str, Any]) -> Response:
+    response = connection.respond(status, json.dumps(data) + "\n")
+    del response.headers["Content-Type"]
+    response.headers["Content-Type"] = "application/json"
+    return response
+
+
+def upstream_url(execution: Execution, query: BrokerQuery) -> str:
+    """serve's stream URL for this client: its language and install choice, nothing else (the lease
+    hint never leaves the broker)."""
+    separator = "&" if "?" in execution.stream_url else "?"
+    params = {"language": query.language, "autoInstall": "1" if query.auto_install else "0"}
+    return f"{execution.stream_url}{separator}{urlencode(params)}"
+
+
+class BrokerServer:
+    """Serves ``/lsp/{sessionId}`` and ``/metrics``. Use ``async with BrokerServer(...) as broker``.
+
+    :raises ContinuityNotWired: ``config.continuity`` is on.
+    """
+
+    def __init__(
+        self, *, directory: ExecutionDirectory, authorizer: Authorizer, config: BrokerConfig | None = None
+    ) -> None:
+        self.config = config or BrokerConfig()
+        if self.config.continuity:
+            raise ContinuityNotWired(
+                "browser continuity (KANDEV_FEATURES_LSP_BROWSER_CONTINUITY) is not wired into the broker's "
+                "route yet; unset it to run the authenticated proxy"
+            )
+        self._directory = directory
+        self._authorizer = authorizer
+        self._server: Server | None = None
+        self._proxied = 0
+        self.metrics = BrokerMetrics(self._counts)
+
+    def _counts(self) -> LeaseCounts:
+        # Proxy mode has no leases: each proxied connection holds a slot while it is open.
+        return LeaseCounts(self._proxied, 0, self.config.capacity, 0, dict.fromkeys(ReleaseReason, 0))
+
+    # Lifetime -----------------------------------------------------------------------------------------
+    async def start(self) -> None:
+        self._server = await serve(
+            self._handle,
+            self.config.host,
+            self.config.port,
+            process_request=self._process_request,
+            max_size=self.config.max_message,
+            max_queue=2,
+            compression=None,
+            ping_interval=self.config.ping_interval,
+            close_timeout=self.config.close_timeout,
+            server_header=None,
+        )
+        log_event(log, "broker_listening", url=self.url, continuity=int(self.config.continuity))
+
+    async def __aenter__(self) -> BrokerServer:
+        await self.start()
+        return self
+
+    async def __aexit__(self, *_: object) -> None:
+        await self.aclose()
+
+    async def aclose(self) -> None:
+        """Close every client with 1001; each proxied upstream is then closed, which stops its server."""
+        if self._server is not None:
+            self._server.close(reason=CLOSE_REASONS[BrokerCloseCode.GOING_AWAY])
+            await self._server.wait_closed()
+        log_event(log, "broker_stopped")
+
+    @property
+    def port(self) -> int:
+        if self._server is None:
+            raise RuntimeError("the broker is not started")
+        return int(self._server.sockets[0].getsockname()[1])
+
+    @property
+    def url(self) -> str:
+        host = self.config.host
+        return f"ws://{f'[{host}]' if ':' in host else host}:{self.port}"
+
+    # Before the upgrade -------------------------------------------------------------------------------
+    async def _process_request(self, connection: ServerConnection, request: Request) -> Response | None:
+        is_metrics = request.path.split("?", 1)[0] == METRICS_ROUTE
+        try:
+            session = "" if is_metrics else parse_broker_path(request.path)
+        except BadBrokerRequest as exc:
+            return _json_response(connection, HTTPStatus(exc.status), exc.to_json())
+        headers = {name.lower(): value for name, value in request.headers.raw_items()}
+        if await self._authorizer.authorize(CallerRequest(session, headers)) is None:
+            log_event(log, "rejected", logging.WARNING, status=401)
+            response = _json_response(
+                connection,
+                HTTPStatus.UNAUTHORIZED,
+                {"error": "unauthorized", "message": "send Authorization: Bearer <token>"},
+            )
+            response.headers["WWW-Authenticate"] = "Bearer"
+            return response
+        if is_metrics:
+            response = connection.respond(HTTPStatus.OK, self.metrics.exposition().decode("utf-8"))
+            del response.headers["Content-Type"]
+            response.headers["Content-Type"] = CONTENT_TYPE
+            return response
+        try:
+            parse_broker_query(request.path)
+        except BadBrokerRequest as exc:
+            log_event(log, "rejected", logging.WARNING, status=exc.status, error=exc.error)
+            return _json_response(connection, HTTPStatus(exc.status), exc.to_json())
+        return None
+
+    # After the upgrade --------------------------------------------------------------------------------
+    async def _handle(self, client: ServerConnection) -> None:
+        path = client.request.path if client.request else ""
+        query = parse_broker_query(path)
+        try:
+            execution = self._directory.resolve(parse_broker_path(path))
+        except DirectoryError as exc:
+            log_event(log, "connection_refused", logging.WARNING, code=exc.code, detail=str(exc))
+            await self._close(client, exc.code)
+            return
+        if self._proxied >= self.config.capacity:
+            log_event(log, "connection_refused", logging.WARNING, code=int(BrokerCloseCode.CAPACITY))
+            await self._close(client, BrokerCloseCode.CAPACITY)
+            return
+        self._proxied += 1
+        try:
+            await self._proxy(client, execution, query)
+        finally:
+            self._proxied -= 1
+
+    async def _close(self, client: ServerConnection, code: int, reason: str | None = None) -> None:
+        text = CLOSE_REASONS.get(code, "") if reason is None else reason
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(self.config.write_timeout):
+                await client.close(code, text)
+        if client.state is not State.CLOSED:
+            client.transport.abort()
+
+    async def _connect(self, execution: Execution, query: BrokerQuery) -> ClientConnection | None:
+        try:
+            async with asyncio.timeout(self.config.connect_timeout):
+                return await connect(
+                    upstream_url(execution, query),
+                    additional_headers={"Authorization": f"Bearer {execution.token}"},
+                    max_size=self.config.max_message,
+                    max_queue=2,
+                    compression=None,
+                    ping_interval=self.config.ping_interval,
+                    close_timeout=self.config.close_timeout,
+                    open_timeout=None,
+                )
+        except (OSError, TimeoutError, InvalidHandshake, InvalidURI) as exc:
+            # The exception's text may hold the URL; its type is enough to act on.
+            log_event(log, "upstream_unavailable", logging.WARNING, error=type(exc).__name__)
+            return None
+
+    async def _proxy(self, client: ServerConnection, execution: Execution, query: BrokerQuery) -> None:
+        upstream = await self._connect(execution, query)
+        if upstream is None:
+            await self._close(client, BrokerCloseCode.SESSION_UNAVAILABLE)
+            return
+        log_event(log, "proxy_open", language=query.language[:32], executor=execution.executor)
+        to_upstream = asyncio.create_task(self._relay(client, upstream))
+        to_client = asyncio.create_task(self._relay(upstream, client))
+        try:
+            await asyncio.wait({to_upstream, to_client}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            for task in (to_upstream, to_client):
+                task.cancel()
+            results = await asyncio.gather(to_upstream, to_client, return_exceptions=True)
+        stalled = any(result is False for result in results)
+        if client.state in (State.CLOSING, State.CLOSED):
+            # The client left: closing the upstream makes serve stop the server.
+            await self._close_upstream(upstream)
+        elif stalled:
+            # A peer stopped reading for the write deadline: a transport failure (K16.4).
+            await self._close_upstream(upstream)
+            await self._close(client, BrokerCloseCode.CONNECTION_FAILED)
+        else:
+            # The upstream ended: forward its verdict, normalized (K16.5).
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(self.config.close_timeout):
+                    await upstream.wait_closed()
+            code = proxy_close_for_upstream(upstream.close_code)
+            await self._close(client, code, upstream.close_reason if code == upstream.close_code else None)
+        log_event(
+            log,
+            "proxy_close",
+            language=query.language[:32],
+            code=client.close_code,
+            upstream=upstream.close_code,
+            stalled=int(stalled),
+        )
+
+    async def _close_upstream(self, upstream: ClientConnection) -> None:
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(self.config.write_timeout):
+                await upstream.close()
+        if upstream.state is not State.CLOSED:
+            upstream.transport.abort()
+
+    async def _relay(
+        self, source: ServerConnection | ClientConnection, sink: ServerConnection | ClientConnection
+    ) -> bool:
+        """Copy messages until ``source`` closes (True) or a write to ``sink`` misses its deadline (False).
+        A closed ``sink`` also ends the relay (True): the other direction reports why."""
+        try:
+            async for message in source:
+                async with asyncio.timeout(self.config.write_timeout):
+                    await sink.send(message)
+        except TimeoutError:
+            return False
+        except ConnectionClosed:
+            pass
+        return True

@@ -1,0 +1,320 @@
+"""The broker's route with browser continuity off: an authenticated proxy in front of a real ``serve``
+running Debian's gopls, over real 127.0.0.1 WebSockets (K11.1-K11.6, K16.5, K18.2).
+
+Fakes appear only for faults a real ``serve`` will not produce on demand: an upstream whose TCP
+connection drops without a close frame, and one that closes with a given code.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import shutil
+import signal
+import uuid
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from kandev_lsp.broker.auth import BearerAuthorizer, Caller, CallerRequest
+from kandev_lsp.broker.directory import DirectoryError, Execution, FileExecutionDirectory
+from kandev_lsp.broker.route import BrokerConfig, BrokerServer, ContinuityNotWired
+from kandev_lsp.host import PluginHost
+from kandev_lsp.stream.auth import StreamToken
+from kandev_lsp.stream.server import StreamConfig, StreamServer
+from kandev_lsp.taskenv import Task, TaskEnvironment
+from kandev_lsp.testing import processes_tagged
+from websockets.asyncio.client import ClientConnection, connect
+from websockets.asyncio.server import ServerConnection, serve
+from websockets.exceptions import ConnectionClosed, InvalidStatus
+
+BROKER_TOKEN = "broker-test-token-0123456789"
+SERVE_TOKEN = "serve-test-token-0123456789ab"
+TAG = "KANDEV_TEST_TAG"
+GOPLS = shutil.which("gopls", path="/usr/bin")
+
+needs_gopls = pytest.mark.skipif(GOPLS is None, reason="Debian's gopls is not installed")
+
+
+class SpyDirectory:
+    """A directory that counts lookups: proves the authorizer runs first."""
+
+    def __init__(self, executions: dict[str, Execution]) -> None:
+        self.executions = executions
+        self.lookups = 0
+
+    def resolve(self, session_id: str) -> Execution:
+        self.lookups += 1
+        if session_id not in self.executions:
+            raise DirectoryError(4002, "unknown session")
+        return self.executions[session_id]
+
+
+@pytest.fixture
+def tag() -> Iterator[str]:
+    value = uuid.uuid4().hex
+    yield value
+    leaked = processes_tagged(TAG, value)
+    for pid in leaked:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+    assert leaked == [], "a server outlived its test"
+
+
+@contextlib.asynccontextmanager
+async def real_serve(tmp_path: Path, tag: str) -> AsyncIterator[StreamServer]:
+    workspace = tmp_path / "workspace"
+    workspace.mkdir(exist_ok=True)
+    (workspace / "go.mod").write_text("module example.com/w\n\ngo 1.19\n")
+    env = TaskEnvironment.from_agent({"HOME": str(tmp_path), "PATH": "/usr/bin:/bin", TAG: tag})
+    server = StreamServer(
+        plugins=PluginHost.load(environ={}),
+        task=Task(str(workspace), env),
+        token=StreamToken(SERVE_TOKEN),
+        config=StreamConfig(close_timeout=2.0),
+    )
+    async with server:
+        yield server
+
+
+def execution_for(url: str, executor: str = "local") -> Execution:
+    return Execution("x1", executor, url, SERVE_TOKEN, "/work/task")
+
+
+@contextlib.asynccontextmanager
+async def broker(directory: Any, **config: Any) -> AsyncIterator[BrokerServer]:
+    server = BrokerServer(
+        directory=directory,
+        authorizer=BearerAuthorizer(StreamToken(BROKER_TOKEN)),
+        config=BrokerConfig(close_timeout=2.0, **config),
+    )
+    async with server:
+        yield server
+
+
+def client(server: BrokerServer, target: str, token: str | None = BROKER_TOKEN) -> connect:
+    headers = {"Authorization": f"Bearer {token}"} if token else {}
+    return connect(f"{server.url}{target}", additional_headers=headers)
+
+
+async def closed_with(ws: ClientConnection, timeout: float = 10.0) -> tuple[int | None, str | None]:
+    with contextlib.suppress(ConnectionClosed):
+        async with asyncio.timeout(timeout):
+            while True:
+                await ws.recv()
+    return ws.close_code, ws.close_reason
+
+
+async def request(ws: ClientConnection, number: int, method: str, params: Any) -> dict[str, Any]:
+    await ws.send(json.dumps({"jsonrpc": "2.0", "id": number, "method": method, "params": params}))
+    async with asyncio.timeout(20):
+        while True:
+            message = json.loads(await ws.recv())
+            if message.get("id") == number and "method" not in message:
+                return dict(message)
+
+
+# --- the proxy end to end ----------------------------------------------------------------------------
+
+
+@needs_gopls
+def test_the_proxy_carries_a_real_server_and_the_client_leaving_stops_it(tmp_path: Path, tag: str) -> None:
+    async def scenario() -> None:
+        async with real_serve(tmp_path, tag) as upstream:
+            directory = SpyDirectory({"s1": execution_for(upstream.url)})
+            async with broker(directory) as server, client(server, "/lsp/s1?language=go") as ws:
+                ready = json.loads(await ws.recv())
+                assert ready["status"] == "ready" and ready["language"] == "go"
+                root = ready["workspaceUri"]
+                answer = await request(
+                    ws, 1, "initialize", {"processId": None, "rootUri": root, "capabilities": {}}
+                )
+                assert "capabilities" in answer["result"]
+                assert processes_tagged(TAG, tag), "gopls runs behind serve"
+                await ws.close()
+            async with asyncio.timeout(10):
+                while processes_tagged(TAG, tag):  # the proxy closed the upstream: serve stops gopls
+                    await asyncio.sleep(0.05)
+            assert directory.lookups == 1
+
+    asyncio.run(scenario())
+
+
+def test_an_unauthenticated_caller_causes_no_lookup_and_learns_nothing() -> None:
+    async def scenario() -> None:
+        directory = SpyDirectory({"s1": execution_for("ws://127.0.0.1:9/")})
+        async with broker(directory) as server:
+            for target, token, status in [
+                ("/lsp/s1?language=go", None, 401),
+                ("/lsp/s1?language=go", "wrong-token-0123456789", 401),
+                ("/lsp/s1", None, 401),  # a bad query is not even looked at
+                ("/elsewhere", BROKER_TOKEN, 404),
+                ("/lsp/s1?language=go&lease=a/b", BROKER_TOKEN, 400),
+                ("/metrics", None, 401),
+            ]:
+                with pytest.raises(InvalidStatus) as caught:
+                    async with client(server, target, token):
+                        pass
+                assert caught.value.response.status_code == status, target
+            assert directory.lookups == 0
+
+    asyncio.run(scenario())
+
+
+def test_the_authorizer_sees_the_session_and_headers() -> None:
+    seen: list[CallerRequest] = []
+
+    class CookieAuthorizer:
+        async def authorize(self, request: CallerRequest) -> Caller | None:
+            seen.append(request)
+            return Caller("alice") if request.headers.get("cookie") == "sid=ok" else None
+
+    async def scenario() -> None:
+        server = BrokerServer(directory=SpyDirectory({}), authorizer=CookieAuthorizer())
+        async with server:
+            async with connect(
+                f"{server.url}/lsp/s9?language=go", additional_headers={"Cookie": "sid=ok"}
+            ) as ws:
+                assert await closed_with(ws) == (4002, "session unavailable")
+            with pytest.raises(InvalidStatus):
+                async with connect(f"{server.url}/lsp/s9?language=go"):
+                    pass
+        assert [request.session_id for request in seen] == ["s9", "s9"]
+
+    asyncio.run(scenario())
+
+
+@pytest.mark.parametrize(
+    ("sessions", "code", "reason"),
+    [
+        ({"sessions": {}, "executions": {}}, 4002, "session unavailable"),
+        (
+            {
+                "sessions": {"s1": "x1"},
+                "executions": {
+                    "x1": {
+                        "executor": "sprites",
+                        "streamUrl": "ws://127.0.0.1:9/",
+                        "token": "t",
+                        "workspace": "/w",
+                    }
+                },
+            },
+            4004,
+            "executor unsupported",
+        ),
+        (  # nothing listens there: the upstream is unavailable
+            {
+                "sessions": {"s1": "x1"},
+                "executions": {
+                    "x1": {
+                        "executor": "docker",
+                        "streamUrl": "ws://127.0.0.1:9/",
+                        "token": "t",
+                        "workspace": "/w",
+                    }
+                },
+            },
+            4002,
+            "session unavailable",
+        ),
+    ],
+)
+def test_directory_and_upstream_failures_close_with_their_codes(
+    tmp_path: Path, sessions: dict[str, Any], code: int, reason: str
+) -> None:
+    path = tmp_path / "directory.json"
+    path.write_text(json.dumps(sessions))
+
+    async def scenario() -> None:
+        async with (
+            broker(FileExecutionDirectory(path)) as server,
+            client(server, "/lsp/s1?language=go") as ws,
+        ):
+            assert await closed_with(ws) == (code, reason)
+
+    asyncio.run(scenario())
+
+
+@needs_gopls
+def test_a_full_cap_closes_the_next_client_with_4005_and_metrics_show_the_slot(
+    tmp_path: Path, tag: str
+) -> None:
+    async def scenario() -> None:
+        async with real_serve(tmp_path, tag) as upstream:
+            directory = SpyDirectory({"s1": execution_for(upstream.url)})
+            async with broker(directory, capacity=1) as server:
+                async with client(server, "/lsp/s1?language=go") as first:
+                    assert json.loads(await first.recv())["status"] == "ready"
+                    async with client(server, "/lsp/s1?language=go") as second:
+                        assert await closed_with(second) == (4005, "too many language servers")
+                    assert "lsp_lease_active 1.0" in await metrics(server)
+                    assert directory.lookups == 2
+                async with asyncio.timeout(10):  # the slot comes back once the upstream is closed
+                    while "lsp_lease_active 0.0" not in await metrics(server):
+                        await asyncio.sleep(0.05)
+                async with client(server, "/lsp/s1?language=go") as third:
+                    assert json.loads(await third.recv())["status"] == "ready"
+
+    asyncio.run(scenario())
+
+
+async def metrics(server: BrokerServer) -> str:
+    reader, writer = await asyncio.open_connection("127.0.0.1", server.port)
+    writer.write(f"GET /metrics HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {BROKER_TOKEN}\r\n\r\n".encode())
+    head = await reader.readuntil(b"\r\n\r\n")
+    assert head.startswith(b"HTTP/1.1 200"), head
+    length = int(
+        next(line for line in head.split(b"\r\n") if line.lower().startswith(b"content-length")).split(b":")[
+            1
+        ]
+    )
+    body = await reader.readexactly(length)
+    writer.close()
+    return body.decode()
+
+
+# --- upstream faults (fakes: a real serve will not drop its TCP connection on demand) -----------------
+
+
+@contextlib.asynccontextmanager
+async def fake_upstream(behaviour: str) -> AsyncIterator[str]:
+    async def handler(ws: ServerConnection) -> None:
+        await ws.send(json.dumps({"status": "ready", "language": "go"}))
+        await ws.recv()
+        if behaviour == "drop":
+            ws.transport.abort()  # no close frame: the broker sees 1006
+        else:
+            await ws.close(int(behaviour), "server stopped")
+
+    async with serve(handler, "127.0.0.1", 0) as server:
+        port = server.sockets[0].getsockname()[1]
+        yield f"ws://127.0.0.1:{port}/api/v1/lsp/stream"
+
+
+@pytest.mark.parametrize(
+    ("behaviour", "code", "reason"),
+    [("drop", 4009, "connection failed"), ("4006", 4006, "server stopped"), ("1011", 1011, "server stopped")],
+)
+def test_upstream_closes_are_forwarded_but_never_1006(behaviour: str, code: int, reason: str) -> None:
+    async def scenario() -> None:
+        async with fake_upstream(behaviour) as url:
+            directory = SpyDirectory({"s1": execution_for(url)})
+            async with broker(directory) as server, client(server, "/lsp/s1?language=go") as ws:
+                assert json.loads(await ws.recv())["status"] == "ready"
+                await ws.send(json.dumps({"jsonrpc": "2.0", "method": "initialized", "params": {}}))
+                assert await closed_with(ws) == (code, reason)
+
+    asyncio.run(scenario())
+
+
+def test_continuity_on_is_refused_until_lease_mode_is_wired() -> None:
+    with pytest.raises(ContinuityNotWired, match="KANDEV_FEATURES_LSP_BROWSER_CONTINUITY"):
+        BrokerServer(
+            directory=SpyDirectory({}),
+            authorizer=BearerAuthorizer(StreamToken(BROKER_TOKEN)),
+            config=BrokerConfig(continuity=True),
+        )
