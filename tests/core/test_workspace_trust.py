@@ -9,6 +9,7 @@ workspace: the log must stay empty, and the answer must say what was refused and
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import subprocess
@@ -268,3 +269,59 @@ def test_managed_cache_rule_as_a_table(home: Path, tmp_path: Path) -> None:
     assert usable(home / "project", str(home))  # a project under HOME: the cache is outside it
     assert not usable(home / ".kandev", str(home))  # a workspace holding the cache but not HOME
     assert not usable(elsewhere, "relative/home")  # HOME not absolute: disabled, as before
+
+
+def test_windows_home_workspace_keeps_the_cache_case_insensitively() -> None:
+    """The same rule on a simulated Windows task: USERPROFILE as HOME, paths compared case-insensitively."""
+    from kandev_lsp import HostPlatform
+    from kandev_lsp.discovery import ProbeStatus
+    from kandev_lsp.testing import TableProbe
+
+    windows = HostPlatform("windows", "x86_64")
+    server = (
+        "C:\\Users\\Ann\\.kandev\\lsp-servers\\python\\current\\node_modules\\.bin\\pyright-langserver.cmd"
+    )
+    probe = TableProbe({server: ProbeStatus.OK}, windows)
+    host = make_plugin_host(kandev_lsp_python)
+    task = make_task("c:\\users\\ann", path=[], extra={"USERPROFILE": "C:\\Users\\Ann"}, host=windows)
+    resolution = resolve_in(host, "python", task, probe)
+    assert resolution.found and resolution.executable == server
+    cache_only = make_task(
+        "C:\\Users\\Ann\\.kandev", path=[], extra={"USERPROFILE": "C:\\Users\\Ann"}, host=windows
+    )
+    refused = resolve_in(host, "python", cache_only, probe)
+    assert refused.reason is MissingReason.CACHE_UNAVAILABLE
+
+
+def test_the_stream_close_detail_names_a_server_refused_in_the_workspace(planted: Planted) -> None:
+    """Item 17 through ``serve``: without autoInstall the close is 4001 and the logged detail says the
+    server was refused because it lies in the workspace, not that it was not found."""
+    server = fake_executable(planted.bin, "pyright-langserver")
+    code, log = asyncio.run(_stream_without_install(planted))
+    assert code == 4001
+    assert f"found only inside the task workspace ({server})" in log
+
+
+async def _stream_without_install(planted: Planted) -> tuple[int | None, str]:
+    from websockets.asyncio.client import connect
+    from websockets.exceptions import ConnectionClosed
+
+    process = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "kandev_lsp.cli", "serve", *planted.task_flags(), "--log-level", "info",
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+        env={**planted.environ, "KANDEV_LSP_TOKEN": TOKEN},
+    )  # fmt: skip
+    try:
+        assert process.stdout is not None and process.stderr is not None
+        listening = json.loads(await asyncio.wait_for(process.stdout.readline(), 30))
+        url = f"{listening['url']}?language=python"
+        async with connect(url, additional_headers={"Authorization": f"Bearer {TOKEN}"}) as ws:
+            with contextlib.suppress(ConnectionClosed):
+                async with asyncio.timeout(30):
+                    await ws.recv()
+            code = ws.close_code
+    finally:
+        process.terminate()
+        await process.wait()
+    return code, (await process.stderr.read()).decode("utf-8", "replace")
