@@ -54,7 +54,10 @@ def base_client_capabilities(*, apply_edit: bool = False, pull_diagnostics: bool
         },
     }
     if pull_diagnostics:
-        capabilities["textDocument"]["diagnostic"] = {"dynamicRegistration": True, "relatedDocumentSupport": False}
+        capabilities["textDocument"]["diagnostic"] = {
+            "dynamicRegistration": True,
+            "relatedDocumentSupport": False,
+        }
     return capabilities
 
 

@@ -300,7 +300,8 @@ class LspClient:
         self._futures[pending.id] = future
         self._timeouts[pending.id] = None if pending.deadline is None else pending.deadline - pending.sent_at
         self._flush()
-        self._arm_timer()
+        if pending.deadline is not None:
+            self._arm_timer(pending.deadline)
         try:
             await self._drain()
             return await future
@@ -471,6 +472,9 @@ class LspClient:
             self._lost(f"writing to {self._peer} failed: {error}")
 
     async def _drain(self) -> None:
+        transport = self._writer.transport
+        if not transport.is_closing() and transport.get_write_buffer_size() == 0:
+            return  # everything went to the pipe: no need to wait (the common case, and the hot path)
         try:
             async with asyncio.timeout(self._write_timeout):
                 await self._writer.drain()
@@ -481,16 +485,18 @@ class LspClient:
             self._lost(f"writing to {self._peer} failed: {error}")
             raise ServerClosed(self.closed_reason or str(error)) from None
 
-    def _arm_timer(self) -> None:
-        deadline = self.endpoint.next_deadline()
-        if deadline == self._timer_at:
+    def _arm_timer(self, deadline: float | None = None) -> None:
+        # Deadlines mostly grow (one timeout for every request), so a timer already armed for an earlier
+        # time is left alone: when it fires it expires what is due and re-arms for the next deadline.
+        # That keeps a heap push and a cancel off every request.
+        if deadline is None:
+            deadline = self.endpoint.next_deadline()
+        if deadline is None or (self._timer_at is not None and self._timer_at <= deadline):
             return
         if self._timer is not None:
             self._timer.cancel()
-            self._timer = None
         self._timer_at = deadline
-        if deadline is not None:
-            self._timer = self._running_loop().call_at(deadline, self._on_timer)
+        self._timer = self._running_loop().call_at(deadline, self._on_timer)
 
     def _on_timer(self) -> None:
         self._timer = None

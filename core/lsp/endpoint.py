@@ -26,6 +26,7 @@ The server's requests are answered so that nothing ever hangs (K15.9, K6.2, K14.
 from __future__ import annotations
 
 import itertools
+import json
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -39,7 +40,7 @@ from kandev_lsp.lsp.positions import PositionEncoding, negotiated_encoding
 from kandev_lsp.lsp.progress import ProgressTracker
 from kandev_lsp.lsp.registrations import RegistrationStore
 from kandev_lsp.protocol.errors import MalformedMessage
-from kandev_lsp.protocol.jsonrpc import ErrorCode, RequestId, dump_message, parse_message
+from kandev_lsp.protocol.jsonrpc import ErrorCode, RequestId, parse_message
 
 if TYPE_CHECKING:
     from kandev_lsp.settings import ConfigurationAnswerer
@@ -218,8 +219,36 @@ def _null_per_item(params: Any) -> list[Any]:
     return [None] * len(items) if isinstance(items, list) else [None]
 
 
+# One encoder and one decoder for every message: json.dumps/json.loads with options build a new one per
+# call, which costs as much as encoding a small message. Same rules as kandev_lsp.protocol.jsonrpc:
+# compact UTF-8, and NaN/Infinity refused both ways (they are not JSON).
+_ENCODE: Final = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode
+
+
+def _reject_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not valid JSON")
+
+
+_DECODE: Final = json.JSONDecoder(parse_constant=_reject_constant).decode
+
+
 def _encode(message: Mapping[str, Any]) -> bytes:
-    return dump_message(message)
+    return _ENCODE(message).encode("utf-8", "surrogatepass")
+
+
+def _parse(body: bytes | str) -> dict[str, Any] | MessageRejected:
+    """A message body as a dict, or why it is not one (the precise reason from the shared parser)."""
+    try:
+        message = _DECODE(body if isinstance(body, str) else body.decode("utf-8"))
+    except (ValueError, RecursionError):
+        message = None
+    if isinstance(message, dict):
+        return message
+    try:
+        parse_message(body)
+    except MalformedMessage as error:
+        return MessageRejected(str(error))
+    return MessageRejected("a message body is not a JSON object")  # pragma: no cover - parse_message agrees
 
 
 @dataclass
@@ -553,10 +582,9 @@ class Endpoint:
         reported as :class:`MessageRejected` and otherwise ignored (a server request whose id cannot be
         read is answered with an error, id null, as JSON-RPC says).
         """
-        try:
-            message = parse_message(body)
-        except MalformedMessage as error:
-            return [MessageRejected(str(error))]
+        message = _parse(body)
+        if isinstance(message, MessageRejected):
+            return [message]
         return self.receive_message(message, now)
 
     def receive_message(self, message: Mapping[str, Any], now: float) -> list[Event]:

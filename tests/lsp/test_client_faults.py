@@ -193,3 +193,20 @@ async def test_bounds_refuse_locally() -> None:
         with contextlib.suppress(asyncio.CancelledError):
             await first
         assert await client.request("test/echo", 2) == 2
+
+
+@asyncio_test
+async def test_a_short_timeout_fires_on_time_behind_a_long_one() -> None:
+    async with fake_client() as (client, _):
+        long = asyncio.create_task(client.request("test/never", timeout=30))
+        await asyncio.sleep(0.05)
+        started = client.now()
+        with pytest.raises(RequestTimeout):
+            await client.request("test/never", timeout=0.2)
+        assert client.now() - started < 5  # not held back to the first request's 30 s timer
+        assert await client.request("test/echo", 1, timeout=0.5) == 1  # a timer for an answered request
+        await asyncio.sleep(0.6)  # ...fires harmlessly
+        assert not long.done()
+        long.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await long
