@@ -18,12 +18,11 @@ Environment switches (read from the agent's environment when the host is created
 
 from __future__ import annotations
 
-import logging
 import os
 import sys
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pluggy
 from kandev_lsp import defaults, entrypoints, hookspecs
@@ -35,12 +34,31 @@ from kandev_lsp.markers import ENTRY_POINT_GROUP, PROJECT_NAME
 from kandev_lsp.platform import HostPlatform
 from kandev_lsp.taskenv import Task
 
+if TYPE_CHECKING:
+    import logging
+
 DISABLE_ENV = "KANDEV_LSP_DISABLE_PLUGINS"
 BUILTIN_DISTRIBUTION = "kandev-lsp"
 TRACE_ENV = "KANDEV_LSP_TRACE_HOOKS"
 CORE_PLUGIN = "kandev_lsp.defaults"
 
-trace_log = logging.getLogger("kandev_lsp.hooks")
+TRACE_LOGGER = "kandev_lsp.hooks"
+
+
+def _trace_log() -> logging.Logger:
+    import logging
+
+    return logging.getLogger(TRACE_LOGGER)
+
+
+def _tracing() -> bool:
+    """Whether hook calls are logged at DEBUG on :data:`TRACE_LOGGER`.
+
+    Until something imports :mod:`logging`, nothing can have configured a logger, so nothing is enabled
+    at DEBUG: the answer is the same, and a short-lived ``kandev-lsp resolve`` never imports logging.
+    """
+    logging = sys.modules.get("logging")
+    return logging is not None and bool(logging.getLogger(TRACE_LOGGER).isEnabledFor(logging.DEBUG))
 
 
 @dataclass(frozen=True, slots=True)
@@ -109,11 +127,13 @@ class PluginHost:
         self.problems: list[PluginProblem] = []
         self.warnings: list[str] = []
         self.disabled: list[str] = []
-        if trace and not trace_log.handlers:
+        if trace and not _trace_log().handlers:
+            import logging
+
             handler = logging.StreamHandler(sys.stderr)
             handler.setFormatter(logging.Formatter("kandev-lsp hook: %(message)s"))
-            trace_log.addHandler(handler)
-            trace_log.setLevel(logging.DEBUG)
+            _trace_log().addHandler(handler)
+            _trace_log().setLevel(logging.DEBUG)
         self._pm.register(defaults, name=CORE_PLUGIN)
 
     # Loading -----------------------------------------------------------------------------------------
@@ -207,7 +227,7 @@ class PluginHost:
                     f"language_ids, or disable one plugin with {DISABLE_ENV}."
                 )
                 self.warnings.append(warning)
-                trace_log.warning("%s", warning)
+                _trace_log().warning("%s", warning)
 
     def _declared_languages(self, plugin: object) -> list[LanguageSpec]:
         declared: list[LanguageSpec] = []
@@ -216,8 +236,8 @@ class PluginHost:
                 result = impl.function()
             except Exception as exc:
                 raise ValueError(f"kandev_lsp_languages raised {_describe(exc)}") from exc
-            if trace_log.isEnabledFor(logging.DEBUG):
-                trace_log.debug("kandev_lsp_languages %s -> %s", impl.plugin_name, type(result).__name__)
+            if _tracing():
+                _trace_log().debug("kandev_lsp_languages %s -> %s", impl.plugin_name, type(result).__name__)
             if result is None:
                 continue
             if isinstance(result, LanguageSpec) or not isinstance(result, Iterable):
@@ -248,7 +268,7 @@ class PluginHost:
     def _problem(self, plugin: str, phase: str, error: str) -> None:
         problem = PluginProblem(plugin, phase, error)
         self.problems.append(problem)
-        trace_log.warning("%s", problem)
+        _trace_log().warning("%s", problem)
 
     # Introspection -----------------------------------------------------------------------------------
     def languages(self) -> dict[str, LanguageSpec]:
@@ -290,8 +310,8 @@ class PluginHost:
             except Exception as exc:
                 self._problem(name, hook, _describe(exc))
                 continue
-            if trace_log.isEnabledFor(logging.DEBUG):
-                trace_log.debug("%s %s -> %s", hook, name, type(result).__name__)
+            if _tracing():
+                _trace_log().debug("%s %s -> %s", hook, name, type(result).__name__)
             if result is not None:
                 yield name, result
 

@@ -236,7 +236,7 @@ def test_resolve_registers_only_its_own_subcommand() -> None:
     )
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout
     loaded = out.strip().splitlines()[-1]
-    assert loaded == "['kandev_lsp.cli.common', 'kandev_lsp.cli.resolve', 'logging']", loaded
+    assert loaded == "['kandev_lsp.cli.common', 'kandev_lsp.cli.resolve']", loaded
 
 
 def test_doctor_and_config_take_settings_and_ignore_languages_without_a_plugin(tmp_path: Path) -> None:
