@@ -32,6 +32,7 @@ __all__ = [
     "locate",
     "managed_cache",
     "path_candidates",
+    "tool_environment",
 ]
 
 
@@ -290,3 +291,26 @@ def _not_found_reason(folders: list[str], notes: list[str]) -> str:
     if notes:
         reason += "; " + "; ".join(notes[:_MAX_LISTED])
     return reason
+
+
+def tool_environment(env: TaskEnvironment, workspace: str, probe: FileProbe) -> TaskEnvironment:
+    """The environment for kandev-lsp's own tools (installers, version probes): the task's, with PATH
+    reduced to the entries a tool may search.
+
+    :func:`locate` keeps kandev-lsp from *starting* a planted ``npm``, but ``npm`` itself starts with
+    ``#!/usr/bin/env node``, so a ``node`` planted in a PATH entry inside the workspace would still run.
+    Empty, relative and in-workspace entries are dropped (the usable managed cache is kept). A server is
+    not started with this environment: it is the task's server, and its interpreter lookups (``node``,
+    a project's ``.venv/bin/python``) belong to the task.
+    """
+    entries = env.path_entries()
+    gate = WorkspaceGate(workspace, env, probe)
+    kept = [
+        entry
+        for entry in entries
+        if entry and env.host.is_absolute(entry) and gate.refusal(probe.real_path(entry)) is None
+    ]
+    if kept == entries:
+        return env
+    separator = ";" if env.host.is_windows else ":"
+    return env.with_overrides({"PATH": separator.join(kept)})

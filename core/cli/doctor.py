@@ -36,6 +36,8 @@ def add_doctor_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentPa
 
 
 def run_doctor(args: argparse.Namespace) -> int:
+    from kandev_lsp.executables import tool_environment
+    from kandev_lsp.fileprobe import LocalFileProbe
     from kandev_lsp.install import InstallManager
     from kandev_lsp.install.toolchains import toolchain_checks
     from kandev_lsp.probe import run_briefly
@@ -44,6 +46,9 @@ def run_doctor(args: argparse.Namespace) -> int:
     plugins = load_plugins()
     task = task_from_args(args)
     resolver = Resolver(plugins)
+    # Version probes are kandev-lsp's own runs: a launcher's `#!/usr/bin/env node` must not find a node
+    # planted in the workspace (the server itself, when it serves, runs with the task's environment).
+    probe_env = tool_environment(task.env, task.workspace, LocalFileProbe(task.host))
     managed = {server.language: server for server in InstallManager(plugins).installed(task)}
     languages: list[dict[str, Any]] = []
     healthy = True
@@ -56,7 +61,7 @@ def run_doctor(args: argparse.Namespace) -> int:
             "installerAvailable": plugins.installer_available(spec, task.host),
         }
         if resolution.found and resolution.executable and spec.version_args and not args.no_version:
-            run = run_briefly([resolution.executable, *spec.version_args], task.env, timeout=VERSION_TIMEOUT)
+            run = run_briefly([resolution.executable, *spec.version_args], probe_env, timeout=VERSION_TIMEOUT)
             entry["serverVersion"] = run.summary if run.ok else None
         server = managed.get(spec.id)
         entry["managed"] = (

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
 from urllib.parse import urlsplit, urlunsplit
 
-from kandev_lsp.executables import IN_WORKSPACE, in_folder
+from kandev_lsp.executables import IN_WORKSPACE, in_folder, tool_environment
 from kandev_lsp.fileprobe import LocalFileProbe, ProbeStatus
 from kandev_lsp.install.errors import InstallError, ToolchainMissingError
 from kandev_lsp.install.plan import InstallPlan
@@ -76,12 +76,16 @@ class Staged:
     sha256: str | None = None
 
 
-def in_task(ctx: InstallContext, argv: Sequence[str], env: TaskEnvironment | None = None) -> list[str]:
-    """``argv`` with ``argv[0]`` found by the one lookup against the *task's* workspace.
+def in_task(
+    ctx: InstallContext, argv: Sequence[str], env: TaskEnvironment | None = None
+) -> tuple[list[str], TaskEnvironment]:
+    """``argv`` with ``argv[0]`` found by the one lookup against the *task's* workspace, and the
+    environment to run it with (the task's, PATH without entries inside the workspace).
 
     The process layer checks a command against the working folder it is started in, and an installer
     runs in the staging or scratch folder: without this, ``npm`` or ``go`` found through a PATH entry
-    inside the task workspace (``<ws>/node_modules/.bin/npm``) would run (issue 7 item 1).
+    inside the task workspace (``<ws>/node_modules/.bin/npm``) would run, and npm's ``#!/usr/bin/env
+    node`` would pick a ``node`` planted there (issue 7 item 1).
 
     :raises kandev_lsp.process.ProcessStartError: nothing that may run (``CommandNotFoundError``: none).
     """
@@ -89,7 +93,8 @@ def in_task(ctx: InstallContext, argv: Sequence[str], env: TaskEnvironment | Non
 
     task_env = env or ctx.task.env
     probe = LocalFileProbe(task_env.host)
-    return [locate_executable(argv[0], task_env, ctx.task.workspace, probe), *argv[1:]]
+    command = locate_executable(argv[0], task_env, ctx.task.workspace, probe)
+    return [command, *argv[1:]], tool_environment(task_env, ctx.task.workspace, probe)
 
 
 async def run_tool(
@@ -111,9 +116,10 @@ async def run_tool(
     from kandev_lsp.process import CommandNotFoundError, ProcessStartError, ProcessTimeout, run
 
     try:
+        command, tool_env = in_task(ctx, argv, env)
         result = await run(
-            in_task(ctx, argv, env),
-            env=env or ctx.task.env,
+            command,
+            env=tool_env,
             cwd=str(ctx.staging),
             timeout=ctx.timeout,
             cancel=ctx.cancel,
@@ -150,9 +156,10 @@ async def tool_output(ctx: InstallContext, argv: Sequence[str], *, timeout: floa
     from kandev_lsp.process import ProcessStartError, ProcessTimeout, run
 
     try:
+        command, tool_env = in_task(ctx, argv)
         result = await run(
-            in_task(ctx, argv),
-            env=ctx.task.env,
+            command,
+            env=tool_env,
             cwd=str(ctx.scratch),
             timeout=timeout,
             cancel=ctx.cancel,

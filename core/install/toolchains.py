@@ -3,7 +3,8 @@
 npm recipes need ``node`` (in the range the pinned packages declare, :attr:`NpmRecipe.node_engine`) and
 ``npm``; Go recipes need ``go``. Each tool is found by :func:`kandev_lsp.executables.locate`, the one lookup
 every executable kandev-lsp starts goes through (the task's PATH, empty and relative entries skipped,
-PATHEXT on Windows, never a file inside the task workspace), and run once, briefly, for its version.
+PATHEXT on Windows, never a file inside the task workspace), and run once, briefly, for its version, with
+PATH reduced to entries outside the workspace (npm's ``#!/usr/bin/env node`` must not find a planted node).
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from kandev_lsp.executables import Lookup, locate
+from kandev_lsp.executables import Lookup, locate, tool_environment
 from kandev_lsp.fileprobe import LocalFileProbe
 from kandev_lsp.language import GoRecipe, LanguageSpec, NpmRecipe
 from kandev_lsp.probe import BriefRun, run_briefly
@@ -153,7 +154,7 @@ def _check_simple(
             advice = f"{lookup.advice} Or pass the project root as the workspace."
             return ToolchainCheck(tool, needed_by, False, None, None, "", message, advice)
         return ToolchainCheck(tool, needed_by, False, None, None, "", "not found on the task's PATH", advice)
-    outcome = run([path, *args], task.env)
+    outcome = run([path, *args], tool_environment(task.env, task.workspace, LocalFileProbe(task.host)))
     if not outcome.ok:
         return ToolchainCheck(
             tool, needed_by, False, path, None, "", f"{path} does not run: {outcome.summary}", advice

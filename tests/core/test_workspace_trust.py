@@ -49,10 +49,10 @@ class Planted:
         settings.write_text("{}", encoding="utf-8")
         return {**os.environ, "KANDEV_LSP_SETTINGS": str(settings)}
 
-    def task_flags(self) -> list[str]:
+    def task_flags(self, path: str = "") -> list[str]:
         return [
             "--workspace", str(self.workspace),
-            "--env", f"PATH={self.bin}",
+            "--env", f"PATH={path or self.bin}",
             "--env", f"HOME={self.home}",
             "--env", "GOPATH=", "--env", "GOBIN=",
         ]  # fmt: skip
@@ -73,9 +73,9 @@ def planted(tmp_path: Path) -> Planted:
     return Planted(workspace, home, log, folder)
 
 
-def cli(planted: Planted, *args: str) -> subprocess.CompletedProcess[str]:
+def cli(planted: Planted, *args: str, path: str = "") -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "kandev_lsp.cli", *args, *planted.task_flags()],
+        [sys.executable, "-m", "kandev_lsp.cli", *args, *planted.task_flags(path)],
         capture_output=True,
         text=True,
         stdin=subprocess.DEVNULL,
@@ -169,6 +169,34 @@ def test_doctor_never_runs_a_toolchain_planted_in_the_workspace(planted: Planted
     for tool, check in toolchains.items():
         assert not check["ok"] and check["path"] is None
         assert str(planted.bin / tool) in check["message"] and "inside the task workspace" in check["message"]
+
+
+def env_node_launcher(folder: Path, name: str) -> Path:
+    """A launcher outside the workspace that starts with ``#!/usr/bin/env node``, as npm's does."""
+    folder.mkdir(parents=True, exist_ok=True)
+    launcher = folder / name
+    launcher.write_text("#!/usr/bin/env node\nconsole.log('10.0.0')\n", encoding="utf-8")
+    launcher.chmod(0o755)
+    return launcher
+
+
+@pytest.mark.parametrize("entry_point", ["install", "doctor"])
+def test_a_node_planted_in_the_workspace_is_not_found_through_an_env_shebang(
+    planted: Planted, tmp_path: Path, entry_point: str
+) -> None:
+    """npm outside the workspace is allowed, but its ``#!/usr/bin/env node`` searches PATH: kandev-lsp's
+    own tools run with PATH reduced to entries outside the workspace, so the planted node never runs."""
+    tools = tmp_path / "tools"
+    env_node_launcher(tools, "npm")
+    path = f"{planted.bin}:{tools}"
+    if entry_point == "install":
+        result = cli(planted, "install", "python", path=path)
+        assert result.returncode != 0
+    else:
+        result = cli(planted, "doctor", "--json", "--no-version", path=path)
+        npm = {check["tool"]: check for check in json.loads(result.stdout)["toolchains"]}["npm"]
+        assert npm["path"] == str(tools / "npm") and not npm["ok"]
+    assert planted.runs() == []
 
 
 def test_toolchain_checks_take_the_task_workspace_into_account(planted: Planted) -> None:
