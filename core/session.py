@@ -8,7 +8,10 @@ callers hand it message bodies (:meth:`ServerSession.send`) and read message bod
 * frames and unframes with :mod:`kandev_lsp.protocol` under :class:`BridgeLimits` (one pump,
   :func:`read_frames`, reads frames from any :class:`asyncio.StreamReader`),
 * answers the server's ``workspace/configuration`` requests itself from the language's merged settings
-  (plugin defaults + the user's ``lsp_server_configs``), so every client gets the same configuration,
+  (plugin defaults + the user's ``lsp_server_configs``), so every client gets the same configuration;
+  with ``ask_client_configuration`` (``kandev-lsp run``) and a client that advertises
+  ``workspace.configuration``, it asks the client too and merges the client's answer over its own
+  (:func:`merge_configuration_answers`), so an editor's server settings still apply,
 * injects the plugin's ``initializationOptions`` (and ``workspace.configuration`` support) into the
   client's ``initialize`` when the client sent none,
 * re-reads the settings file on a cheap timer and sends ``workspace/didChangeConfiguration`` when this
@@ -64,6 +67,9 @@ _JOIN_BELOW = 64 * 1024
 #: are small, and large ones (file contents, big results) then cost no scan at all. A configuration request
 #: larger than this (thousands of items) would reach the client unanswered, which answers it instead.
 _INSPECT_LIMIT = 256 * 1024
+#: Ids of the ``workspace/configuration`` requests the session forwards to the client (never a client's).
+_FORWARDED_PREFIX = "kandev-lsp-cfg-"
+_FORWARDED_MARK = _FORWARDED_PREFIX.encode()
 #: Pipe capacity asked for on Linux: a 1 MiB message then crosses in one write instead of sixteen.
 _PIPE_SIZE = 1024 * 1024
 
@@ -82,6 +88,8 @@ class BridgeLimits:
         is closed first) before it is stopped.
     :param stop_grace: time between the interrupt and the kill when a server is stopped.
     :param read_chunk: bytes read from a pipe at once.
+    :param client_configuration_timeout: how long a ``workspace/configuration`` request forwarded to the
+        client may wait for its answer; then the server gets the session's own answer.
     """
 
     frame: FrameLimits = DEFAULT_LIMITS
@@ -92,6 +100,7 @@ class BridgeLimits:
     exit_grace: float = 1.0
     stop_grace: float = 2.0
     read_chunk: int = 256 * 1024
+    client_configuration_timeout: float = 5.0
 
     @property
     def max_message(self) -> int:
@@ -100,6 +109,36 @@ class BridgeLimits:
 
 
 DEFAULT_BRIDGE_LIMITS = BridgeLimits()
+
+
+def merge_configuration_answers(ours: Sequence[Any], client: Any) -> list[Any]:
+    """Merge a client's ``workspace/configuration`` result over the session's own, item by item (pure).
+
+    The client (an editor's own server settings) wins: an object over an object is a shallow merge
+    with the client's keys replacing ours; a client ``null`` keeps our value (editors answer ``null``
+    for sections they have no settings for); any other client value replaces ours. A client result
+    that is not a list of the same length is ignored (ours is kept whole).
+    """
+    if not isinstance(client, list) or len(client) != len(ours):
+        return list(ours)
+    merged: list[Any] = []
+    for mine, theirs in zip(ours, client, strict=True):
+        if theirs is None:
+            merged.append(mine)
+        elif isinstance(mine, Mapping) and isinstance(theirs, Mapping):
+            merged.append({**mine, **theirs})
+        else:
+            merged.append(theirs)
+    return merged
+
+
+@dataclass(slots=True)
+class _ForwardedConfiguration:
+    """A server's configuration request forwarded to the client, waiting for the client's answer."""
+
+    server_id: int | str
+    ours: list[Any]
+    timer: asyncio.TimerHandle
 
 
 class SessionError(KandevLspError):
@@ -218,6 +257,7 @@ class ServerSession:
         settings: SettingsFile | None = None,
         limits: BridgeLimits = DEFAULT_BRIDGE_LIMITS,
         name: str = "",
+        ask_client_configuration: bool = False,
     ) -> None:
         if process.stdin is None or process.stdout is None:
             raise ValueError("a session needs a process started with piped stdin and stdout")
@@ -237,6 +277,10 @@ class ServerSession:
         self._client_initialized = False
         self._shutdown_requested = False
         self._exit_sent = False
+        self._ask_client_configuration = ask_client_configuration
+        self._client_configuration = False  # the client advertised workspace.configuration
+        self._forwarded: dict[str, _ForwardedConfiguration] = {}
+        self._forwarded_count = 0
         self.server_capabilities: Mapping[str, Any] | None = None
         self.configuration_requests = 0
         #: The server's exit status if it exited by itself, set by :meth:`aclose`.
@@ -256,6 +300,7 @@ class ServerSession:
         limits: BridgeLimits = DEFAULT_BRIDGE_LIMITS,
         supervisor: ProcessSupervisor | None = None,
         stderr: Callable[[str], None] | None = None,
+        ask_client_configuration: bool = False,
     ) -> ServerSession:
         """Spawn ``argv`` in the task's workspace with the task's environment and wrap it.
 
@@ -278,7 +323,14 @@ class ServerSession:
         )
         try:
             _enlarge_pipes(process)
-            session = cls(process, language=language, plugins=plugins, settings=settings, limits=limits)
+            session = cls(
+                process,
+                language=language,
+                plugins=plugins,
+                settings=settings,
+                limits=limits,
+                ask_client_configuration=ask_client_configuration,
+            )
             session.watch_settings()
         except BaseException:
             await process.stop(limits.stop_grace)
@@ -338,6 +390,13 @@ class ServerSession:
             body = self._inspect_client_message(body)
         elif len(body) <= _LIFECYCLE_LIMIT and (_EXIT in body or _SHUTDOWN in body):
             self._note_lifecycle(body)
+        if (
+            self._forwarded
+            and len(body) <= _INSPECT_LIMIT
+            and _FORWARDED_MARK in body
+            and self._take_client_configuration(body)
+        ):
+            return  # the client's answer to a forwarded request: the server got the merged answer
         self._write(body)
         try:
             if not self._stdin.transport.get_write_buffer_size():
@@ -408,6 +467,10 @@ class ServerSession:
                 changed = True
         capabilities = params.get("capabilities")
         if isinstance(capabilities, dict):
+            advertised = capabilities.get("workspace")
+            self._client_configuration = (
+                isinstance(advertised, dict) and advertised.get("configuration") is True
+            )
             workspace = capabilities.setdefault("workspace", {})
             if isinstance(workspace, dict) and "configuration" not in workspace:
                 # The session answers workspace/configuration itself, whatever the client supports.
@@ -433,12 +496,11 @@ class ServerSession:
                 async for body in frames:
                     if self._initialize_id is not None:
                         self._note_initialize_result(body)
-                    if (
-                        len(body) <= _INSPECT_LIMIT
-                        and _CONFIGURATION in body
-                        and self._answer_configuration(body)
-                    ):
-                        continue
+                    if len(body) <= _INSPECT_LIMIT and _CONFIGURATION in body:
+                        handled = self._answer_configuration(body)
+                        if handled is None:
+                            continue  # answered here
+                        body = handled  # forwarded to the client (under an id of ours), or not ours
                     yield body
         finally:
             self.close_stdin()
@@ -470,20 +532,60 @@ class ServerSession:
             return frozenset()
         return self._plugins.suppressed_providers(self.language, self.server_capabilities)
 
-    def _answer_configuration(self, body: bytes) -> bool:
+    def _answer_configuration(self, body: bytes) -> bytes | None:
+        """Handle a server message that may be a ``workspace/configuration`` request: None when it was
+        answered here; otherwise the body to pass to the client (the request under an id of ours when
+        it is forwarded for the client's settings, the message unchanged when it is not such a request)."""
         try:
             message = parse_message(body)
             if classify(message) is not MessageKind.REQUEST or message["method"] != "workspace/configuration":
-                return False
+                return body
         except MalformedMessage:
-            return False
+            return body
         if self._settings_file is not None:
             self.refresh_settings()
         answer = self._answerer.answer(self._settings, message.get("params"))
         self.configuration_requests += 1
+        if self._ask_client_configuration and self._client_configuration:
+            return self._forward_configuration(message, answer)
         with contextlib.suppress(ServerGone):
             self._write(dump_message(response(message["id"], answer)))
+        return None
+
+    def _forward_configuration(self, message: dict[str, Any], ours: list[Any]) -> bytes:
+        self._forwarded_count += 1
+        ours_id = f"{_FORWARDED_PREFIX}{self._forwarded_count}"
+        timer = asyncio.get_running_loop().call_later(
+            self.limits.client_configuration_timeout, self._client_configuration_late, ours_id
+        )
+        self._forwarded[ours_id] = _ForwardedConfiguration(message["id"], ours, timer)
+        return dump_message({**message, "id": ours_id})
+
+    def _take_client_configuration(self, body: bytes) -> bool:
+        """Answer the server with the client's result merged over ours, if ``body`` is the client's
+        answer to a forwarded request; False when it is not (it then goes to the server as it is)."""
+        try:
+            message = parse_message(body)
+            if classify(message) is not MessageKind.RESPONSE:
+                return False
+        except MalformedMessage:
+            return False
+        forwarded = self._forwarded.pop(str(message.get("id")), None)
+        if forwarded is None:
+            return False
+        forwarded.timer.cancel()
+        client = message.get("result") if "error" not in message else None
+        merged = merge_configuration_answers(forwarded.ours, client)
+        self._write(dump_message(response(forwarded.server_id, merged)))
         return True
+
+    def _client_configuration_late(self, ours_id: str) -> None:
+        forwarded = self._forwarded.pop(ours_id, None)
+        if forwarded is None:
+            return
+        log_event(log, "client_configuration_late", logging.WARNING, session=self.name)
+        with contextlib.suppress(ServerGone):
+            self._write(dump_message(response(forwarded.server_id, forwarded.ours)))
 
     # Lifetime -------------------------------------------------------------------------------------------
     @property
@@ -512,6 +614,9 @@ class ServerSession:
         if self._closed:
             return self.exit_status
         self._closed = True
+        for forwarded in self._forwarded.values():
+            forwarded.timer.cancel()
+        self._forwarded.clear()
         if self._watcher is not None:
             self._watcher.cancel()
             with contextlib.suppress(asyncio.CancelledError):

@@ -265,6 +265,7 @@ async def _run_stdio(
                     limits=limits,
                     supervisor=supervisor,
                     stderr=_stderr_passthrough,
+                    ask_client_configuration=True,  # an editor's own server settings apply (item 18)
                 )
             except ProcessStartError as exc:
                 print(f"kandev-lsp: {exc}", file=sys.stderr)

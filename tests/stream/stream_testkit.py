@@ -340,6 +340,8 @@ class LspPeer:
         self.notifications: list[dict[str, Any]] = []
         self.server_requests: list[dict[str, Any]] = []
         self.unmatched: list[dict[str, Any]] = []
+        #: The result sent for each request from the server (an editor answers some of them).
+        self.answer: Callable[[dict[str, Any]], Any] = lambda request: None
 
     @classmethod
     def over_websocket(cls, ws: ClientConnection) -> LspPeer:
@@ -401,7 +403,8 @@ class LspPeer:
                 incoming = await self.receive()
                 if "method" in incoming and "id" in incoming:
                     self.server_requests.append(incoming)
-                    await self.send({"jsonrpc": "2.0", "id": incoming["id"], "result": None})
+                    result = self.answer(incoming)
+                    await self.send({"jsonrpc": "2.0", "id": incoming["id"], "result": result})
                 elif "method" in incoming:
                     self.notifications.append(incoming)
                 elif incoming.get("id") == number:
@@ -421,7 +424,8 @@ class LspPeer:
                     return incoming
                 if "method" in incoming and "id" in incoming:
                     self.server_requests.append(incoming)
-                    await self.send({"jsonrpc": "2.0", "id": incoming["id"], "result": None})
+                    result = self.answer(incoming)
+                    await self.send({"jsonrpc": "2.0", "id": incoming["id"], "result": result})
                 elif "method" in incoming:
                     self.notifications.append(incoming)
                 else:
