@@ -81,6 +81,7 @@ class _Walk:
     ) -> None:
         self.kind = kind
         self.workspace = workspace
+        self.lookup = workspace.uri_lookup()
         self.texts = texts
         self.encoding = encoding
         self.budgets = budgets
@@ -105,7 +106,7 @@ class _Walk:
         if not isinstance(uri, str) or not isinstance(name, str):
             self.omitted += 1
             return None, False
-        file = self.workspace.try_uri(uri)
+        file = self.lookup(uri)
         if not isinstance(file, WorkspaceFile):
             self.omitted += 1
             return None, False

@@ -108,8 +108,9 @@ def workspace_symbols(
     entries = flatten_symbols(result)
     inside: list[tuple[SymbolEntry, WorkspaceFile]] = []
     omitted = 0
+    lookup = workspace.uri_lookup()
     for entry in entries:
-        file = workspace.try_uri(entry.uri or "")
+        file = lookup(entry.uri or "")
         if isinstance(file, WorkspaceFile):
             inside.append((entry, file))
         else:

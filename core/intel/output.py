@@ -83,14 +83,15 @@ class LocationOptions:
 
 
 def _position_ok(value: Any) -> bool:
-    return isinstance(value, dict) and all(
-        isinstance(value.get(key), int) and not isinstance(value.get(key), bool) and value[key] >= 0
-        for key in ("line", "character")
-    )
+    # Exact type checks (not isinstance): bool is not a position, and this runs for every location.
+    if type(value) is not dict:
+        return False
+    line, character = value.get("line"), value.get("character")
+    return type(line) is int and type(character) is int and line >= 0 and character >= 0
 
 
 def _range_ok(value: Any) -> TypeGuard[dict[str, Any]]:
-    return isinstance(value, dict) and _position_ok(value.get("start")) and _position_ok(value.get("end"))
+    return type(value) is dict and _position_ok(value.get("start")) and _position_ok(value.get("end"))
 
 
 def normalize_locations(result: Any) -> list[RawLocation]:
@@ -173,8 +174,9 @@ def build_locations(
     """The ``files`` / ``totalFound`` / ``shown`` / ``truncated`` part of a navigation result."""
     omitted: dict[str, int] = {}
     unique: dict[tuple[str, int, int, int, int], tuple[WorkspaceFile, RawLocation]] = {}
+    lookup = workspace.uri_lookup()
     for location in raw:
-        file = workspace.try_uri(location.uri)
+        file = lookup(location.uri)
         if not isinstance(file, WorkspaceFile):
             reason = "outsideWorkspace" if location.uri.lower().startswith("file:") else "nonFileUri"
             omitted[reason] = omitted.get(reason, 0) + 1

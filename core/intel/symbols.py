@@ -92,15 +92,15 @@ def _line(position: Any) -> int:
     return 0
 
 
+def _is_position(value: Any) -> bool:
+    if type(value) is not dict:
+        return False
+    line, character = value.get("line"), value.get("character")
+    return type(line) is int and type(character) is int
+
+
 def _is_range(value: Any) -> TypeGuard[dict[str, Any]]:
-    return isinstance(value, dict) and all(
-        isinstance(value.get(end), dict)
-        and all(
-            isinstance(value[end].get(key), int) and not isinstance(value[end].get(key), bool)
-            for key in ("line", "character")
-        )
-        for end in ("start", "end")
-    )
+    return type(value) is dict and _is_position(value.get("start")) and _is_position(value.get("end"))
 
 
 def _kind(value: Any) -> int | None:

@@ -27,36 +27,49 @@ MAX_TEXT_BYTES: Final = 8 * 1024 * 1024
 
 @dataclass(slots=True)
 class Document:
-    """One file's text as of ``version`` (the server-facing version when the document is open)."""
+    """One file's text as of ``version`` (the server-facing version when the document is open).
+
+    Lines are split once, at C speed: LSP ends lines at ``\\n``, ``\\r\\n`` and ``\\r``, so folding the two
+    others into ``\\n`` and splitting on it gives exactly LSP's lines (``str.splitlines`` would also split at
+    form feeds and U+2028, and disagree with the server's line numbers). Only lines that are looked at are
+    converted, through a one-line :class:`~kandev_lsp.lsp.positions.LineIndex`, so the encoding rules stay
+    written once; ASCII lines (nearly all code) need no conversion at all.
+    """
 
     file: WorkspaceFile
     text: str
     version: int | None = None
-    _index: LineIndex = field(init=False, repr=False)
+    _lines: list[str] = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
-        self._index = LineIndex(self.text)
+        text = self.text
+        if "\r" in text:
+            text = text.replace("\r\n", "\n").replace("\r", "\n")
+        self._lines = text.split("\n")
 
     @property
     def line_count(self) -> int:
         """Number of lines (a final line break starts one more, empty, line, as LSP counts them)."""
-        return self._index.line_count
+        return len(self._lines)
 
     def line(self, line: int) -> str:
         """Line ``line`` (0-based) without its line break; ``""`` past the end."""
-        return self._index.line_text(line)
+        return self._lines[line] if 0 <= line < len(self._lines) else ""
 
     def lsp_position(self, line: int, index: int, encoding: PositionEncoding) -> dict[str, int]:
-        """The LSP position of code point ``index`` of 0-based ``line``."""
-        start = self._index.offset(line, 0, encoding)
-        text_line = self.line(line)
-        index = max(0, min(index, len(text_line)))
-        lsp_line, character = self._index.position(start + index, encoding)
-        return {"line": lsp_line, "character": character}
+        """The LSP position of code point ``index`` of 0-based ``line`` (clamped to the line)."""
+        text = self.line(line)
+        index = max(0, min(index, len(text)))
+        if text.isascii():
+            return {"line": line, "character": index}
+        return {"line": line, "character": LineIndex(text).position(index, encoding)[1]}
 
     def column_index(self, line: int, character: int, encoding: PositionEncoding) -> int:
         """The code-point index in its line of an LSP ``character`` (clamped to the line)."""
-        return self._index.offset(line, character, encoding) - self._index.offset(line, 0, encoding)
+        text = self.line(line)
+        if text.isascii():
+            return max(0, min(character, len(text)))
+        return LineIndex(text).offset(0, character, encoding)
 
     def model_position(self, position: Any, encoding: PositionEncoding) -> tuple[int, int]:
         """An LSP ``Position`` as the model's 1-based ``(line, column)``; malformed values give ``(1, 1)``."""

@@ -18,7 +18,7 @@ from __future__ import annotations
 import os
 import posixpath
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Final
 from urllib.parse import unquote, urlsplit
@@ -280,3 +280,18 @@ class Workspace:
             return self.from_uri(uri)
         except IntelError as error:
             return error
+
+    def uri_lookup(self) -> Callable[[str], WorkspaceFile | IntelError]:
+        """:meth:`try_uri` remembering its answers: one check per file instead of one per location.
+
+        Make one per operation (a tool call): a symlink changed between two calls is checked again.
+        """
+        memo: dict[str, WorkspaceFile | IntelError] = {}
+
+        def lookup(uri: str) -> WorkspaceFile | IntelError:
+            found = memo.get(uri)
+            if found is None:
+                found = memo[uri] = self.try_uri(uri)
+            return found
+
+        return lookup

@@ -1,0 +1,57 @@
+"""Document lines and conversions agree with the shared LSP position helpers (kandev_lsp.lsp.positions)."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from kandev_lsp.intel.text import Document, PositionEncoding
+from kandev_lsp.intel.workspace import Workspace, WorkspaceFile
+from kandev_lsp.lsp.positions import LineIndex
+
+_PIECES = ["a", "é", "😀", " ", "\n", "\r\n", "\r", "\f", "\u2028", "\x85", "\t", "x = 1"]
+
+
+@pytest.fixture(scope="module")
+def file(tmp_path_factory: pytest.TempPathFactory) -> WorkspaceFile:
+    root = tmp_path_factory.mktemp("text")
+    (root / "t.txt").write_text("")
+    return Workspace([root]).resolve("t.txt")
+
+
+def test_lines_end_only_where_lsp_ends_them(file: WorkspaceFile) -> None:
+    document = Document(file, "a\r\nb\rc\nd\fe\u2028f\x85g\n")
+    assert [document.line(n) for n in range(document.line_count)] == ["a", "b", "c", "d\fe\u2028f\x85g", ""]
+    assert document.line(-1) == "" and document.line(99) == ""
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    pieces=st.lists(st.sampled_from(_PIECES), max_size=30),
+    line=st.integers(min_value=0, max_value=12),
+    character=st.integers(min_value=0, max_value=40),
+    encoding=st.sampled_from(list(PositionEncoding)),
+)
+def test_document_agrees_with_line_index(
+    file: WorkspaceFile, pieces: list[str], line: int, character: int, encoding: PositionEncoding
+) -> None:
+    """Property: lines, line count, and both conversions match LineIndex on the whole text."""
+    text = "".join(pieces)
+    document, index = Document(file, text), LineIndex(text)
+    assert document.line_count == index.line_count
+    assert document.line(line) == index.line_text(line)
+    if line < index.line_count:
+        expected = index.offset(line, character, encoding) - index.offset(line, 0, encoding)
+        assert document.column_index(line, character, encoding) == expected
+        position = document.lsp_position(line, expected, encoding)
+        assert (position["line"], position["character"]) == index.position(
+            index.offset(line, 0) + expected, encoding
+        )
+
+
+def test_model_positions_tolerate_malformed_values(file: WorkspaceFile) -> None:
+    document = Document(file, "abc\n")
+    assert document.model_position({"line": 0, "character": 2}, PositionEncoding.UTF16) == (1, 3)
+    assert document.model_position({"line": True, "character": -1}, PositionEncoding.UTF16) == (1, 1)
+    assert document.model_position(None, PositionEncoding.UTF16) == (1, 1)
+    assert document.model_position({"line": 0, "character": 99}, PositionEncoding.UTF16) == (1, 4)
