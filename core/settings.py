@@ -21,6 +21,8 @@ from __future__ import annotations
 import json
 import logging
 import os
+import posixpath
+import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -108,9 +110,30 @@ def default_settings_path(environ: Mapping[str, str] | None = None) -> str:
     override = environ.get(SETTINGS_ENV)
     if override:
         return override
-    import platformdirs
+    return os.path.join(_user_config_dir(), "settings.json")
 
-    return os.path.join(platformdirs.user_config_dir("kandev-lsp", appauthor=False), "settings.json")
+
+def _user_config_dir() -> str:
+    """``platformdirs.user_config_dir("kandev-lsp", appauthor=False)``.
+
+    On Linux that is the XDG rule, computed here: importing platformdirs (and the tempfile and random
+    modules it pulls in) was a tenth of ``kandev-lsp run``'s own start-up, paid before the editor's
+    server could be spawned. Other systems (and Android) ask platformdirs; a test holds the two equal.
+    """
+    if sys.platform != "linux" or "ANDROID_DATA" in os.environ:
+        import platformdirs
+
+        return platformdirs.user_config_dir("kandev-lsp", appauthor=False)
+    base = os.environ.get("XDG_CONFIG_HOME", "")
+    if not posixpath.isabs(base):
+        home = os.environ.get("HOME")
+        if home is not None and not posixpath.isabs(home):
+            # A relative HOME counts as unset (as in platformdirs): the account's home folder.
+            import pwd
+
+            home = pwd.getpwuid(os.getuid()).pw_dir
+        base = os.path.join(home if home is not None else os.path.expanduser("~"), ".config")
+    return os.path.join(base, "kandev-lsp")
 
 
 def _language_list(where: str, name: str, value: Any) -> tuple[str, ...]:

@@ -210,3 +210,47 @@ def test_live_reload_with_an_unknown_language_still_delivers_changes_and_warns_o
         'event=settings_ignored_languages languages=["c"] fields=lsp_auto_start_languages '
         'detail="no plugin on this host provides them: kept in the file, ignored here"'
     ]
+
+
+@pytest.mark.parametrize(
+    "variables",
+    [
+        {},
+        {"XDG_CONFIG_HOME": "/xdg/config"},
+        {"XDG_CONFIG_HOME": "relative/config"},
+        {"XDG_CONFIG_HOME": ""},
+        {"HOME": "/home/someone"},
+        {"HOME": "/home/someone/"},
+        {"HOME": "relative-home"},
+        {"HOME": None},
+        {"HOME": None, "XDG_CONFIG_HOME": "/xdg"},
+    ],
+)
+def test_default_settings_folder_is_platformdirs_without_importing_it(
+    variables: dict[str, str | None], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import platformdirs
+
+    for name, value in variables.items():
+        if value is None:
+            monkeypatch.delenv(name, raising=False)
+        else:
+            monkeypatch.setenv(name, value)
+    monkeypatch.delenv("KANDEV_LSP_SETTINGS", raising=False)
+    expected = os.path.join(platformdirs.user_config_dir("kandev-lsp", appauthor=False), "settings.json")
+    assert default_settings_path() == expected
+
+
+def test_the_default_settings_file_is_found_without_importing_platformdirs(tmp_path: Path) -> None:
+    """``kandev-lsp run`` opens the default settings file before it can spawn the editor's server."""
+    import subprocess
+    import sys
+
+    probe = (
+        "import sys; from kandev_lsp.settings import SettingsFile; SettingsFile()\n"
+        "print('platformdirs' in sys.modules, 'tempfile' in sys.modules)"
+    )
+    env = {k: v for k, v in os.environ.items() if k != "KANDEV_LSP_SETTINGS"}
+    env["XDG_CONFIG_HOME"] = str(tmp_path)
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, env=env, check=True)
+    assert out.stdout.split() == ["False", "False"]
