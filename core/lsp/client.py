@@ -316,6 +316,8 @@ class LspClient:
     # -- subscriptions and server requests -------------------------------------------------------------
     def subscribe(self, methods: str | Iterable[str] | None = None, *, maxsize: int = 1024) -> Subscription:
         """Receive the server's notifications (and requests) of ``methods``; None means every method."""
+        if maxsize < 1:
+            raise ValueError(f"a subscription holds at least one message, got maxsize={maxsize}")
         wanted = (
             frozenset([methods] if isinstance(methods, str) else methods) if methods is not None else None
         )

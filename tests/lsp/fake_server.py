@@ -7,6 +7,7 @@ It answers ``initialize`` (echoing the params it got under ``received``) and ``s
                         ``test/cancelled`` notification carrying the id;
 ``test/ask``            send the client the request ``params.method`` / ``params.params`` with id
                         ``"srv-N"``; its answer is reported back in a ``test/answer`` notification;
+``test/askThenCancel``  like ``test/ask``, then ``$/cancelRequest`` for that request at once;
 ``test/notify``         send ``params.count`` notifications ``test/tick`` (``params.size`` bytes of filler);
 ``test/badJson``        write one frame whose body is not JSON, then answer with ``"after"``;
 ``test/garbage``        write bytes that are not LSP framing;
@@ -76,7 +77,19 @@ def main() -> None:
                 send({"jsonrpc": "2.0", "method": "test/cancelled", "params": {"id": target}})
         elif method == "test/ask":
             asked += 1
-            send({"jsonrpc": "2.0", "id": f"srv-{asked}", "method": params["method"], "params": params.get("params")})
+            send(
+                {
+                    "jsonrpc": "2.0",
+                    "id": f"srv-{asked}",
+                    "method": params["method"],
+                    "params": params.get("params"),
+                }
+            )
+            send({"jsonrpc": "2.0", "id": request_id, "result": f"srv-{asked}"})
+        elif method == "test/askThenCancel":
+            asked += 1
+            send({"jsonrpc": "2.0", "id": f"srv-{asked}", "method": params["method"], "params": {}})
+            send({"jsonrpc": "2.0", "method": "$/cancelRequest", "params": {"id": f"srv-{asked}"}})
             send({"jsonrpc": "2.0", "id": request_id, "result": f"srv-{asked}"})
         elif method == "test/notify":
             filler = "x" * params.get("size", 0)
@@ -92,8 +105,18 @@ def main() -> None:
         elif method == "test/crash":
             os._exit(3)
         elif method == "test/progressThenAnswer":
-            send({"jsonrpc": "2.0", "id": "create-1", "method": "window/workDoneProgress/create", "params": {"token": "p"}})
-            for value in ({"kind": "begin", "title": "Indexing", "percentage": 0}, {"kind": "end", "message": "done"}):
+            send(
+                {
+                    "jsonrpc": "2.0",
+                    "id": "create-1",
+                    "method": "window/workDoneProgress/create",
+                    "params": {"token": "p"},
+                }
+            )
+            for value in (
+                {"kind": "begin", "title": "Indexing", "percentage": 0},
+                {"kind": "end", "message": "done"},
+            ):
                 send({"jsonrpc": "2.0", "method": "$/progress", "params": {"token": "p", "value": value}})
             send({"jsonrpc": "2.0", "id": request_id, "result": "indexed"})
         elif request_id is not None:

@@ -210,3 +210,32 @@ async def test_a_short_timeout_fires_on_time_behind_a_long_one() -> None:
         long.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await long
+
+
+@asyncio_test
+async def test_the_server_cancelling_its_request_cancels_the_handler() -> None:
+    async with fake_client() as (client, _):
+        started = asyncio.Event()
+
+        async def apply(params: Any) -> Any:
+            started.set()
+            await asyncio.sleep(60)
+
+        client.handle("workspace/applyEdit", apply)
+        with client.subscribe("test/answer") as answers:
+            await client.request("test/askThenCancel", {"method": "workspace/applyEdit"})
+            reply = (await asyncio.wait_for(answers.get(), 5)).params
+        assert reply["id"] == "srv-1" and reply["error"]["code"] == ErrorCode.REQUEST_CANCELLED
+        assert started.is_set() and client.endpoint.deferred == {}
+        client.handle("workspace/applyEdit", None)  # back to the default: refused
+        with client.subscribe("test/answer") as answers:
+            await client.request("test/ask", {"method": "workspace/applyEdit", "params": {"edit": {}}})
+            reply = (await asyncio.wait_for(answers.get(), 5)).params
+        assert reply["result"]["applied"] is False
+
+
+@asyncio_test
+async def test_a_subscription_is_bounded() -> None:
+    async with fake_client() as (client, _):
+        with pytest.raises(ValueError, match="at least one"):
+            client.subscribe(maxsize=0)

@@ -7,6 +7,8 @@ import json
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from kandev_lsp.lsp.endpoint import (
     APPLY_EDIT_REFUSED,
     Endpoint,
@@ -310,3 +312,48 @@ def test_connection_lost_fails_everything_and_a_new_generation_starts_clean() ->
     assert not endpoint.closed and endpoint.progress.generation == 2 and not endpoint.progress.is_known("t")
     assert endpoint.documents.open_documents() == () and endpoint.diagnostics.generation == 2
     assert endpoint.send_request("c", now=0.0).id > first.id  # an old id never names a new request
+
+
+actions = st.lists(
+    st.one_of(
+        st.tuples(
+            st.just("send"),
+            st.sampled_from(["a", "textDocument/references", "m" * 40]),
+            st.sampled_from([None, 1.0, 5.0]),
+        ),
+        st.tuples(st.just("answer"), st.integers(0, 12), st.booleans()),
+        st.tuples(st.just("cancel"), st.integers(0, 12), st.just(None)),
+        st.tuples(st.just("expire"), st.floats(0, 10), st.just(None)),
+    ),
+    max_size=60,
+)
+
+
+@settings(max_examples=100, deadline=None)
+@given(actions)
+def test_the_pending_table_stays_consistent(sequence: list[tuple[str, Any, Any]]) -> None:
+    endpoint = Endpoint(limits=EndpointLimits(max_pending=4, default_timeout=None))
+    now = 0.0
+    answered: set[int] = set()
+    for kind, first, second in sequence:
+        now += 0.5
+        if kind == "send":
+            try:
+                endpoint.send_request(first, now=now, timeout=second)
+            except RequestRefused:
+                assert len(endpoint.pending) == 4
+        elif kind == "answer":
+            was_pending = first in endpoint.pending
+            message = {"jsonrpc": "2.0", "id": first, "result": second}
+            events = endpoint.receive(json.dumps(message).encode(), now)
+            assert isinstance(events[0], ResponseReceived) == was_pending
+            if was_pending:
+                answered.add(first)
+        elif kind == "cancel":
+            endpoint.cancel(first)
+        else:
+            for event in endpoint.expire(first + now):
+                assert event.request.deadline is not None and event.request.deadline <= first + now
+        assert len(endpoint.pending) <= 4
+        assert endpoint.tracked_bytes == sum(request.size for request in endpoint.pending.values())
+        assert not answered & set(endpoint.pending)  # an answered id is never pending again

@@ -179,7 +179,7 @@ events = st.lists(
 )
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=150, deadline=None)
 @given(events)
 def test_invariants_over_any_sequence(sequence: list[tuple[str, Any]]) -> None:
     tracker = ProgressTracker()

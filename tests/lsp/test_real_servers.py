@@ -79,12 +79,18 @@ GO = Project(
 def _locations(result: Any) -> list[tuple[str, int, int]]:
     assert isinstance(result, list), result
     return sorted(
-        (Path(item["uri"].removeprefix("file://")).name, item["range"]["start"]["line"], item["range"]["start"]["character"])
+        (
+            Path(item["uri"].removeprefix("file://")).name,
+            item["range"]["start"]["line"],
+            item["range"]["start"]["character"],
+        )
         for item in result
     )
 
 
-async def _drive(project: Project, workspace: Path, env_overrides: dict[str, str], tag: str) -> dict[str, Any]:
+async def _drive(
+    project: Project, workspace: Path, env_overrides: dict[str, str], tag: str
+) -> dict[str, Any]:
     for name, text in project.files.items():
         (workspace / name).write_text(text, encoding="utf-8")
     host = PluginHost.load(environ={})
@@ -101,7 +107,9 @@ async def _drive(project: Project, workspace: Path, env_overrides: dict[str, str
         client = LspClient(
             process.stdout, process.stdin, peer=f"{spec.command} stdout", readiness=host.readiness(spec)
         )
-        client.endpoint.configuration = configuration_handler(ConfigurationAnswerer(host, spec), lambda: settings)
+        client.endpoint.configuration = configuration_handler(
+            ConfigurationAnswerer(host, spec), lambda: settings
+        )
         async with client:
             diagnostics = client.subscribe("textDocument/publishDiagnostics")
             server_requests = client.subscribe(["window/workDoneProgress/create", "workspace/configuration"])
@@ -123,7 +131,14 @@ async def _drive(project: Project, workspace: Path, env_overrides: dict[str, str
             version = client.endpoint.documents.open(uri, language_id)
             await client.notify(
                 "textDocument/didOpen",
-                {"textDocument": {"uri": uri, "languageId": language_id, "version": version, "text": project.files[project.opened]}},
+                {
+                    "textDocument": {
+                        "uri": uri,
+                        "languageId": language_id,
+                        "version": version,
+                        "text": project.files[project.opened],
+                    }
+                },
             )
             # Readiness first: a loaded machine can take tens of seconds to start tsserver.
             status: ReadinessStatus = await client.wait_ready(180)
@@ -172,7 +187,9 @@ async def _drive(project: Project, workspace: Path, env_overrides: dict[str, str
 def _check(outcome: dict[str, Any], project: Project) -> None:
     assert outcome["first"] == outcome["idle"]
     files = {name for name, _, _ in outcome["first"]}
-    assert files == {project.opened, project.definition_file}, outcome["first"]  # cross-file: the project loaded
+    assert files == {project.opened, project.definition_file}, outcome[
+        "first"
+    ]  # cross-file: the project loaded
     assert len(outcome["first"]) >= 3
     entry = outcome["entry"]
     assert entry is not None and entry.generation == 1 and entry.diagnostics
@@ -193,7 +210,9 @@ def test_gopls_through_the_endpoint(tmp_path: Path, tag: str) -> None:
 
 @pytest.mark.network_registry
 @pytest.mark.parametrize("project", [PYTHON, TYPESCRIPT], ids=["pyright", "typescript-language-server"])
-def test_npm_servers_through_the_endpoint(project: Project, real_servers: RealServers, tmp_path: Path, tag: str) -> None:
+def test_npm_servers_through_the_endpoint(
+    project: Project, real_servers: RealServers, tmp_path: Path, tag: str
+) -> None:
     workspace = tmp_path / "ws"
     workspace.mkdir()
     outcome = asyncio.run(_drive(project, workspace, real_servers.overrides(), tag))

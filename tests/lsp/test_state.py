@@ -62,7 +62,7 @@ operations = st.lists(
 )
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=150, deadline=None)
 @given(operations)
 def test_versions_are_strictly_increasing_per_uri_for_the_life_of_the_server(
     ops: list[tuple[str, str]],
