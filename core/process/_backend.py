@@ -26,11 +26,16 @@ import subprocess
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import PureWindowsPath
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
-import psutil
+from kandev_lsp._lazy import LazyModule
 from kandev_lsp.platform import HostPlatform
 from kandev_lsp.process._tree import ProcInfo, handles, scan, scan_psutil
+
+if TYPE_CHECKING:
+    import psutil
+else:
+    psutil = LazyModule("psutil")  # imported at first use: starting a server never needs it
 
 logger = logging.getLogger("kandev_lsp.process")
 

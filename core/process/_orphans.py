@@ -16,9 +16,15 @@ import asyncio
 import logging
 import os
 from collections.abc import Iterable
+from typing import TYPE_CHECKING
 
-import psutil
+from kandev_lsp._lazy import LazyModule
 from kandev_lsp.process._tree import handles, is_alive, scan, select_targets
+
+if TYPE_CHECKING:
+    import psutil
+else:
+    psutil = LazyModule("psutil")  # imported at first use: starting a server never needs it
 
 logger = logging.getLogger("kandev_lsp.process")
 

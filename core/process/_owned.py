@@ -18,7 +18,7 @@ from collections.abc import Callable, Sequence
 from types import TracebackType
 from typing import TYPE_CHECKING, Literal
 
-import psutil
+from kandev_lsp._lazy import LazyModule
 from kandev_lsp.fileprobe import LocalFileProbe
 from kandev_lsp.platform import HostPlatform
 from kandev_lsp.process._backend import ProcessBackend, backend_for
@@ -37,7 +37,10 @@ from kandev_lsp.process._tree import (
 from kandev_lsp.taskenv import TaskEnvironment
 
 if TYPE_CHECKING:
+    import psutil
     from kandev_lsp.process._supervisor import ProcessSupervisor
+else:
+    psutil = LazyModule("psutil")  # imported at first use: starting a server never needs it
 
 logger = logging.getLogger("kandev_lsp.process")
 

@@ -19,8 +19,14 @@ import os
 import secrets
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-import psutil
+from kandev_lsp._lazy import LazyModule
+
+if TYPE_CHECKING:
+    import psutil
+else:
+    psutil = LazyModule("psutil")  # imported at first use: starting a server never needs it
 
 #: Environment variable that marks every process of an owned tree. Its value is a space-separated list
 #: of owner tokens: a kandev-lsp running under another one appends its own token, so both can find the
