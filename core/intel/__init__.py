@@ -7,12 +7,47 @@ Rooms, each a small module with one concern:
 * :mod:`~kandev_lsp.intel.symbols`: document symbols flattened with qualified names;
 * :mod:`~kandev_lsp.intel.targets`: :class:`Target` resolution (B §3, B4);
 * :mod:`~kandev_lsp.intel.output`: locations, snippets, bodies and size budgets (B §4, B5);
+* :mod:`~kandev_lsp.intel.outline`, :mod:`~kandev_lsp.intel.hints`, :mod:`~kandev_lsp.intel.problems`:
+  what code_symbols, code_inlay_hints and code_diagnostics show (B6.1-B6.2, B6.30-B6.31, B6.11-B6.12);
 * :mod:`~kandev_lsp.intel.hover`: hover and signature help as plain text (B5.6, B6.10);
+* :mod:`~kandev_lsp.intel.graph`: code_hierarchy's bounded traversal (B6.5-B6.8, B8.13);
 * :mod:`~kandev_lsp.intel.executor`: provider outcomes inside one deadline (B8.1-B8.4, B8.7);
-* :mod:`~kandev_lsp.intel.schemas`, :mod:`~kandev_lsp.intel.validation`,
+* :mod:`~kandev_lsp.intel.notices`: actionable notices for a language without a server (B8.9-B8.10);
+* :mod:`~kandev_lsp.intel.schemas`, :mod:`~kandev_lsp.intel.validation`, :mod:`~kandev_lsp.intel.arguments`,
   :mod:`~kandev_lsp.intel.dispatch`: the six read tools' schemas and ``dispatch(op, payload, ctx)`` (B2);
 * :mod:`~kandev_lsp.intel.summaries`: one-line result summaries (B9.4).
 
-Nothing here talks to a server: the tools get server answers through callables, so every rule is tested
-with plain values.
+Nothing here talks to a server: server answers come in as plain values or through async callables, so
+every rule is tested with plain values. The step that wires the tools to managed servers implements
+:class:`~kandev_lsp.intel.dispatch.ReadTools` with these parts.
 """
+
+from __future__ import annotations
+
+from kandev_lsp.intel.dispatch import Dispatcher, IntelContext, ReadTools, UnwiredTools
+from kandev_lsp.intel.errors import IntelError
+from kandev_lsp.intel.executor import Deadline, Outcome, ProviderResult, ProviderUnavailable, run_provider
+from kandev_lsp.intel.schemas import TOOLS, ToolSpec
+from kandev_lsp.intel.targets import ResolvedTarget, Target, resolve_target
+from kandev_lsp.intel.workspace import Root, Workspace, WorkspaceFile
+
+__all__ = [
+    "TOOLS",
+    "Deadline",
+    "Dispatcher",
+    "IntelContext",
+    "IntelError",
+    "Outcome",
+    "ProviderResult",
+    "ProviderUnavailable",
+    "ReadTools",
+    "ResolvedTarget",
+    "Root",
+    "Target",
+    "ToolSpec",
+    "UnwiredTools",
+    "Workspace",
+    "WorkspaceFile",
+    "resolve_target",
+    "run_provider",
+]

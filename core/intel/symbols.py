@@ -49,9 +49,13 @@ def kind_number(name: str) -> int | None:
     return _BY_NORMALISED.get(name.replace("_", "").replace("-", "").lower())
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class SymbolEntry:
-    """One symbol of a document, positions as the server gave them (0-based, server encoding)."""
+    """One symbol of a document, positions as the server gave them (0-based, server encoding).
+
+    A value: nothing mutates it. It is not ``frozen`` because a frozen dataclass costs five times as much
+    to build, and a big file has thousands of symbols on every symbol-target resolution.
+    """
 
     name: str
     kind: int

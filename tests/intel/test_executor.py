@@ -116,7 +116,7 @@ def test_transient_errors_stop_at_the_deadline() -> None:
     result = run(run_provider(call, Deadline(0.3), policy=FAST))
     assert result.status is Outcome.ERROR and result.error_code == -32801
     assert "retried" in (result.error or "") and result.attempts > 3
-    assert time.monotonic() - started < 0.6
+    assert time.monotonic() - started < 1.2  # retries of a 0.3 s budget (slack for a loaded machine)
 
 
 def test_one_deadline_covers_every_attempt_and_backoff() -> None:
@@ -127,7 +127,7 @@ def test_one_deadline_covers_every_attempt_and_backoff() -> None:
     result = run(run_provider(call, deadline, policy=RetryPolicy(warmup_delays=(0.01,) * 10)))
     elapsed = time.monotonic() - started
     assert result.status is Outcome.TIMEOUT
-    assert elapsed < 0.55
+    assert elapsed < 1.0  # without the shared deadline: 11 attempts of 0.15 s, past 1.6 s
     assert timeouts == sorted(timeouts, reverse=True) and timeouts[-1] < 0.2  # each attempt gets what is left
     # The same deadline, shared by a second read of the same tool call, has nothing left.
     again, _ = scripted(["x"])
