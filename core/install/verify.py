@@ -121,8 +121,15 @@ async def _initialize_check(
             async with asyncio.timeout(timeout):
                 result = await client.request("initialize", initialize_params())
         except TimeoutError:
+            garbled = (
+                f" (it wrote {client.rejected} message(s) that are not JSON-RPC: not LSP)"
+                if client.rejected
+                else ""
+            )
             raise _failed(
-                spec, f"did not answer an LSP initialize within {timeout:g} s", process.captured_output()
+                spec,
+                f"did not answer an LSP initialize within {timeout:g} s{garbled}",
+                process.captured_output(),
             ) from None
         except ServerClosed as exc:
             if client.protocol_error is not None:
