@@ -22,7 +22,6 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
-from kandev_lsp.intel.errors import IntelError
 from kandev_lsp.intel.executor import Deadline
 from kandev_lsp.intel.symbols import kind_name
 from kandev_lsp.intel.text import PositionEncoding, TextSource
@@ -181,7 +180,9 @@ async def traverse(
                 return TimeoutError("the tool call's deadline passed before this node was expanded")
             try:
                 return await expand(item)
-            except (IntelError, Exception) as error:  # recorded per node: the rest of the graph still counts
+            except (
+                Exception
+            ) as error:  # IntelError included: recorded per node: the rest of the graph still counts
                 return error
 
     depth_reached = 0

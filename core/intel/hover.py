@@ -107,13 +107,15 @@ def _paragraphs(lines: list[str]) -> list[str]:
 
 
 def _clean(text: str) -> str:
-    text = _LINK.sub(r"\1", text)
-    text = _CODE.sub(r"\1", text)
-    text = _BOLD.sub(r"\2", text)
-    text = _ITALIC.sub(r"\2", text)
-    text = _ESCAPE.sub(r"\1", text)
-    text = _TAG.sub("", text)
-    return html.unescape(text).strip()
+    # Code spans are kept verbatim (``__init__`` must not lose its underscores to the emphasis rules).
+    parts = _CODE.split(text)
+    for index in range(0, len(parts), 2):
+        prose = _LINK.sub(r"\1", parts[index])
+        prose = _BOLD.sub(r"\2", prose)
+        prose = _ITALIC.sub(r"\2", prose)
+        prose = _ESCAPE.sub(r"\1", prose)
+        parts[index] = html.unescape(_TAG.sub("", prose))
+    return "".join(parts).strip()
 
 
 def _index_of_units(text: str, units: int, encoding: PositionEncoding) -> int:

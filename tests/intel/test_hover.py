@@ -61,6 +61,13 @@ def test_flatten_hover(contents: Any, text: str) -> None:
     assert flatten_hover(contents) == text
 
 
+def test_code_spans_are_kept_verbatim() -> None:
+    text = flatten_hover(
+        {"kind": "markdown", "value": "Calls `__init__` and `a*b*c`, not __bold__ or *this*."}
+    )
+    assert text == "Calls __init__ and a*b*c, not bold or this."
+
+
 def test_code_blocks_are_kept_verbatim() -> None:
     value = "```python\ndef f(a_b: int) -> int  # *not* emphasis\n```"
     assert flatten_hover({"kind": "markdown", "value": value}) == "def f(a_b: int) -> int  # *not* emphasis"
