@@ -10,7 +10,7 @@ from typing import Any
 
 from kandev_lsp.configuration import ConfigurationAnswer, lookup_section
 from kandev_lsp.discovery import Candidate, default_candidates
-from kandev_lsp.language import LanguageSpec, ManualInstall, ReleaseRecipe
+from kandev_lsp.language import LanguageSpec
 from kandev_lsp.markers import hookimpl
 from kandev_lsp.platform import HostPlatform
 from kandev_lsp.probe import PROXY_CHECK_TIMEOUT, proxy_launcher_of, run_briefly
@@ -24,13 +24,10 @@ def kandev_lsp_discover(language: LanguageSpec, task: Task) -> Iterable[Candidat
 
 @hookimpl(trylast=True)
 def kandev_lsp_installer_available(language: LanguageSpec, host: HostPlatform) -> bool:
-    recipe = language.install
-    if isinstance(recipe, ManualInstall):
-        return False
-    if isinstance(recipe, ReleaseRecipe):  # an asset for the host, and a digest to verify it against
-        asset = recipe.asset_for(host)
-        return asset is not None and recipe.digest_declared(asset)
-    return True
+    from kandev_lsp.install.installers import installer_for
+
+    installer = installer_for(language.install)  # none for a manual recipe
+    return installer is not None and installer.available(language.install, host)
 
 
 @hookimpl(trylast=True)

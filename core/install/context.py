@@ -6,7 +6,6 @@ receipts and switching are the manager's, so every recipe gets the same guarante
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import logging
 from collections.abc import Awaitable, Sequence
@@ -18,14 +17,14 @@ from urllib.parse import urlsplit, urlunsplit
 from kandev_lsp.executables import IN_WORKSPACE, in_folder, tool_environment
 from kandev_lsp.fileprobe import LocalFileProbe, ProbeStatus
 from kandev_lsp.install.errors import InstallError, ToolchainMissingError
-from kandev_lsp.install.plan import InstallPlan
-from kandev_lsp.install.progress import ProgressFanout
-from kandev_lsp.language import LanguageSpec
-from kandev_lsp.taskenv import Task, TaskEnvironment
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # annotations only: installer modules import this one and stay light (no asyncio)
     from kandev_lsp.cancel import CancelToken
+    from kandev_lsp.install.plan import InstallPlan
+    from kandev_lsp.install.progress import ProgressFanout
+    from kandev_lsp.language import LanguageSpec
     from kandev_lsp.process import ProcessSupervisor, RunResult
+    from kandev_lsp.taskenv import Task, TaskEnvironment
 
 log = logging.getLogger("kandev_lsp.install")
 
@@ -180,6 +179,8 @@ async def alongside(main: Awaitable[T], side: Awaitable[S]) -> tuple[T, S]:
     """Await ``main`` while ``side`` runs beside it (tool versions asked while the install runs, so they
     cost no wall time). If ``main`` fails or is cancelled, ``side`` is cancelled and awaited first, so no
     process outlives the install."""
+    import asyncio
+
     side_task = asyncio.ensure_future(side)
     try:
         first = await main

@@ -58,3 +58,13 @@ class InstallCancelled(KandevLspError):
         super().__init__(
             message or f"the install of the {language} server was cancelled; nothing was changed"
         )
+
+
+def digest_not_applicable(language: str, kind: str) -> InstallError:
+    """The error for ``--sha256`` given to a kind that verifies its own packages (npm, go): refused,
+    never silently ignored."""
+    return InstallError(
+        language,
+        f"a SHA-256 digest only applies to release downloads; {language} installs with {kind}, which "
+        "verifies its own packages",
+    )

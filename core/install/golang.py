@@ -11,17 +11,19 @@ from __future__ import annotations
 
 import contextlib
 import json
+from dataclasses import replace
+from typing import TYPE_CHECKING
 
-from kandev_lsp.install.context import (
-    InstallContext,
-    Staged,
-    alongside,
-    find_executable,
-    public_url,
-    run_tool,
-    tool_output,
-)
+from kandev_lsp.install.errors import InstallError, digest_not_applicable
 from kandev_lsp.language import GoRecipe
+
+# The installer's helpers are imported where they run: the resolver imports this module to ask
+# GoInstaller.available() and must stay light.
+if TYPE_CHECKING:
+    from kandev_lsp.install.context import InstallContext, Staged
+    from kandev_lsp.install.installers import InstallOptions
+    from kandev_lsp.language import LanguageSpec, ReleaseAsset
+    from kandev_lsp.platform import HostPlatform
 
 ADVICE = (
     "Check that the task's Go toolchain can fetch modules (GOPROXY, GOFLAGS, GOSUMDB, GOPRIVATE, network "
@@ -36,6 +38,8 @@ def go_argv(recipe: GoRecipe) -> list[str]:
 
 def proxy_source(goproxy: str) -> str:
     """The GOPROXY list for a receipt, each URL without credentials."""
+    from kandev_lsp.install.context import public_url
+
     entries = [
         public_url(entry) if "://" in entry else entry for entry in goproxy.replace("|", ",").split(",")
     ]
@@ -43,6 +47,8 @@ def proxy_source(goproxy: str) -> str:
 
 
 async def _facts(ctx: InstallContext) -> tuple[dict[str, str], str]:
+    from kandev_lsp.install.context import tool_output
+
     text = await tool_output(ctx, ["go", "env", "-json", "GOVERSION", "GOPROXY"]) or ""
     values: dict[str, str] = {}
     with contextlib.suppress(ValueError, TypeError, AttributeError):  # warnings may surround the JSON
@@ -55,6 +61,8 @@ async def _facts(ctx: InstallContext) -> tuple[dict[str, str], str]:
 
 
 async def install_go(ctx: InstallContext) -> Staged:
+    from kandev_lsp.install.context import Staged, alongside, find_executable, run_tool
+
     recipe = ctx.plan.recipe
     assert isinstance(recipe, GoRecipe)
     bin_dir = ctx.staging / "bin"
@@ -69,3 +77,49 @@ async def install_go(ctx: InstallContext) -> Staged:
     )
     executable = find_executable(ctx, "bin", recipe.bin)
     return Staged(executable, f"{source}: {recipe.package}@{recipe.version}", toolchain)
+
+
+class GoInstaller:
+    """The ``go`` kind: ``go install module@version`` into the staging folder (registered in
+    :mod:`kandev_lsp.install.installers`)."""
+
+    recipe_type = GoRecipe
+
+    def available(self, recipe: GoRecipe, host: HostPlatform) -> bool:
+        return True  # wherever the task has a Go toolchain; doctor checks it
+
+    def check_version(self, language: str, version: str, recipe: GoRecipe) -> None:
+        if not version.startswith("v"):
+            raise InstallError(
+                language,
+                f"cannot install {language} version {version!r}: Go module versions start with 'v' "
+                f"(for example {recipe.version!r}); try 'v{version}'",
+            )
+
+    def with_version(self, recipe: GoRecipe, version: str) -> GoRecipe:
+        return replace(recipe, version=version)
+
+    def target(
+        self,
+        spec: LanguageSpec,
+        recipe: GoRecipe,
+        host: HostPlatform,
+        *,
+        sha256: str | None,
+        digest_sources: tuple[str, ...],
+    ) -> ReleaseAsset | None:
+        if sha256 is not None:
+            raise digest_not_applicable(spec.id, recipe.kind)
+        return None
+
+    def identity(self, recipe: GoRecipe, host: HostPlatform) -> str:
+        return f"go {recipe.package}@{recipe.version}"
+
+    def packages(self, recipe: GoRecipe, asset: ReleaseAsset | None) -> tuple[str, ...]:
+        return (f"{recipe.package}@{recipe.version}",)
+
+    async def install(self, ctx: InstallContext, options: InstallOptions) -> Staged:
+        return await install_go(ctx)
+
+
+GO_INSTALLER = GoInstaller()

@@ -34,6 +34,7 @@ from kandev_lsp.fileprobe import LocalFileProbe, ProbeStatus
 from kandev_lsp.install.cache import ServerCache, cached_languages, remove_tree
 from kandev_lsp.install.context import InstallContext, Staged
 from kandev_lsp.install.errors import InstallCancelled, InstallError, NoInstallerError
+from kandev_lsp.install.installers import InstallOptions
 from kandev_lsp.install.locks import hold_file_lock
 from kandev_lsp.install.owners import InstallOwner, new_owner_token, record_owner, recorded_owners
 from kandev_lsp.install.plan import InstallPlan, plan_install
@@ -41,7 +42,7 @@ from kandev_lsp.install.progress import InstallProgress, ProgressCallback, Progr
 from kandev_lsp.install.receipts import InstallReceipt, utc_now, write_receipt
 from kandev_lsp.install.verify import DEFAULT_TIMEOUT as DEFAULT_VERIFY_TIMEOUT
 from kandev_lsp.install.verify import verify_server
-from kandev_lsp.language import GoRecipe, LanguageSpec, NpmRecipe
+from kandev_lsp.language import LanguageSpec
 from kandev_lsp.taskenv import Task
 
 if TYPE_CHECKING:
@@ -129,9 +130,11 @@ class InstallManager:
     ) -> None:
         self.plugins = plugins
         self._supervisor = supervisor
-        self._release_base_urls = dict(release_base_urls or {})
-        self._release_metadata_urls = dict(release_metadata_urls or {})
-        self._download_timeouts = download_timeouts
+        self._options = InstallOptions(
+            release_base_urls=dict(release_base_urls or {}),
+            release_metadata_urls=dict(release_metadata_urls or {}),
+            download_timeouts=download_timeouts,
+        )
         self._install_timeout = install_timeout
         self._verify_timeout = verify_timeout
         self._running: dict[tuple[str, str], _SharedInstall] = {}
@@ -178,12 +181,14 @@ class InstallManager:
             version=version,
             sha256=sha256,
             cache_root=root,
-            digest_sources=self._digest_sources(spec.id),
+            digest_sources=self._options.digest_sources(spec.id),
         )
         assert root is not None  # plan_install refuses a disabled cache
         # The hook answers "installable unattended"; for a release asset (plan_install found one for this
         # host), a digest source the user gives settles the one thing the default answer cannot know.
-        user_digest = plan.asset is not None and (sha256 is not None or bool(self._digest_sources(spec.id)))
+        user_digest = plan.asset is not None and (
+            sha256 is not None or bool(self._options.digest_sources(spec.id))
+        )
         if not user_digest and not self.plugins.installer_available(spec, task.host):
             raise NoInstallerError(
                 spec.id,
@@ -366,33 +371,8 @@ class InstallManager:
         return replace(receipt, directory=str(published))
 
     async def _run_installer(self, ctx: InstallContext) -> Staged:
-        recipe = ctx.plan.recipe
-        if isinstance(recipe, NpmRecipe):
-            from kandev_lsp.install.npm import install_npm
-
-            return await install_npm(ctx)
-        if isinstance(recipe, GoRecipe):
-            from kandev_lsp.install.golang import install_go
-
-            return await install_go(ctx)
-        from kandev_lsp.install.download import DownloadTimeouts
-        from kandev_lsp.install.release import install_release
-
-        return await install_release(
-            ctx,
-            base_url=self._release_base_urls.get(ctx.language),
-            metadata_url=self._release_metadata_urls.get(ctx.language),
-            timeouts=self._download_timeouts or DownloadTimeouts(),
-        )
-
-    def _digest_sources(self, language: str) -> tuple[str, ...]:
-        """Where the user configured digests to come from for ``language`` (a mirror, metadata)."""
-        sources = []
-        if self._release_base_urls.get(language):
-            sources.append("mirror")
-        if self._release_metadata_urls.get(language):
-            sources.append("metadata")
-        return tuple(sources)
+        """Fill the staging folder the way the recipe's kind does (its registered installer)."""
+        return await ctx.plan.installer.install(ctx, self._options)
 
     def _receipt(self, spec: LanguageSpec, plan: InstallPlan, staged: Staged) -> InstallReceipt:
         plugin, plugin_version = self._plugin_of(spec.id)

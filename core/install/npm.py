@@ -13,18 +13,20 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+from dataclasses import replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from kandev_lsp.install.context import (
-    InstallContext,
-    Staged,
-    alongside,
-    find_executable,
-    public_url,
-    run_tool,
-    tool_output,
-)
+from kandev_lsp.install.errors import digest_not_applicable
 from kandev_lsp.language import NpmRecipe
+
+# The installer's helpers are imported where they run: the resolver imports this module to ask
+# NpmInstaller.available() and must stay light (no logging, no subprocess machinery).
+if TYPE_CHECKING:
+    from kandev_lsp.install.context import InstallContext, Staged
+    from kandev_lsp.install.installers import InstallOptions
+    from kandev_lsp.language import LanguageSpec, ReleaseAsset
+    from kandev_lsp.platform import HostPlatform
 
 ADVICE = (
     "Check that the task's npm can reach its registry (npm config: registry, proxy, .npmrc) and that "
@@ -66,6 +68,7 @@ def npm_package_version(launcher: str) -> str | None:
 
 async def _toolchain(ctx: InstallContext) -> dict[str, str]:
     """node and npm versions for the receipt: ``node --version`` (milliseconds) and npm's package.json."""
+    from kandev_lsp.install.context import tool_output
     from kandev_lsp.install.toolchains import find_on_path
 
     toolchain: dict[str, str] = {}
@@ -84,6 +87,8 @@ async def _toolchain(ctx: InstallContext) -> dict[str, str]:
 def _source(staging: Path, recipe: NpmRecipe) -> str:
     """Where the primary package came from: the registry in its lockfile entry when npm recorded one (a
     non-default registry), else the task's configured registry."""
+    from kandev_lsp.install.context import public_url
+
     name = recipe.packages[0].name
     with contextlib.suppress(OSError, ValueError, AttributeError, TypeError):
         lock = json.loads((staging / "package-lock.json").read_text(encoding="utf-8"))
@@ -95,6 +100,8 @@ def _source(staging: Path, recipe: NpmRecipe) -> str:
 
 
 async def install_npm(ctx: InstallContext) -> Staged:
+    from kandev_lsp.install.context import Staged, alongside, find_executable, run_tool
+
     recipe = ctx.plan.recipe
     assert isinstance(recipe, NpmRecipe)
     (ctx.staging / "package.json").write_text('{"private": true}\n', encoding="utf-8")
@@ -114,3 +121,46 @@ async def install_npm(ctx: InstallContext) -> Staged:
     )
     executable = find_executable(ctx, "node_modules/.bin", recipe.bin)
     return Staged(executable, _source(ctx.staging, recipe), toolchain)
+
+
+class NpmInstaller:
+    """The ``npm`` kind: pinned npm packages in a prefix of their own (registered in
+    :mod:`kandev_lsp.install.installers`)."""
+
+    recipe_type = NpmRecipe
+
+    def available(self, recipe: NpmRecipe, host: HostPlatform) -> bool:
+        return True  # wherever the task has node and npm; doctor checks those
+
+    def check_version(self, language: str, version: str, recipe: NpmRecipe) -> None:
+        return None
+
+    def with_version(self, recipe: NpmRecipe, version: str) -> NpmRecipe:
+        """The primary (first) package at ``version``; secondary pins stay."""
+        first = replace(recipe.packages[0], version=version)
+        return replace(recipe, packages=(first, *recipe.packages[1:]))
+
+    def target(
+        self,
+        spec: LanguageSpec,
+        recipe: NpmRecipe,
+        host: HostPlatform,
+        *,
+        sha256: str | None,
+        digest_sources: tuple[str, ...],
+    ) -> ReleaseAsset | None:
+        if sha256 is not None:
+            raise digest_not_applicable(spec.id, recipe.kind)
+        return None
+
+    def identity(self, recipe: NpmRecipe, host: HostPlatform) -> str:
+        return "npm " + " ".join(package.spec for package in recipe.packages)
+
+    def packages(self, recipe: NpmRecipe, asset: ReleaseAsset | None) -> tuple[str, ...]:
+        return tuple(package.spec for package in recipe.packages)
+
+    async def install(self, ctx: InstallContext, options: InstallOptions) -> Staged:
+        return await install_npm(ctx)
+
+
+NPM_INSTALLER = NpmInstaller()

@@ -7,14 +7,13 @@ from __future__ import annotations
 
 import hashlib
 import re
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
+from typing import cast
 
-from kandev_lsp.install.digests import normalize_sha256
 from kandev_lsp.install.errors import InstallError, NoInstallerError
-from kandev_lsp.language import GoRecipe, LanguageSpec, ManualInstall, NpmRecipe, ReleaseAsset, ReleaseRecipe
+from kandev_lsp.install.installers import Recipe, RecipeInstaller, installer_for
+from kandev_lsp.language import LanguageSpec, ReleaseAsset
 from kandev_lsp.platform import HostPlatform
-
-InstallableRecipe = NpmRecipe | GoRecipe | ReleaseRecipe
 
 # A version becomes a folder name and a command-line argument: keep it to a safe alphabet, never a path.
 _VERSION = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._+-]{0,63}$")
@@ -29,14 +28,16 @@ class InstallPlan:
     same identity are interchangeable, so an install whose identity is already current is skipped.
     ``directory`` is the folder under ``versions/``: the version plus a short digest of the identity, so
     that changing only a secondary pin (``typescript`` under the same ``typescript-language-server``)
-    installs beside the running version instead of over it.
+    installs beside the running version instead of over it. ``packages`` is what a receipt lists as
+    installed (npm specs, ``module@version``, the asset name).
     """
 
     language: str
-    recipe: InstallableRecipe
+    recipe: Recipe
     version: str
     identity: str
     asset: ReleaseAsset | None = None
+    packages: tuple[str, ...] = ()
 
     @property
     def directory(self) -> str:
@@ -44,52 +45,23 @@ class InstallPlan:
         return f"{self.version}+{digest}"
 
     @property
-    def packages(self) -> tuple[str, ...]:
-        """What a receipt lists as installed: npm specs, ``module@version``, or the asset name."""
-        recipe = self.recipe
-        if isinstance(recipe, NpmRecipe):
-            return tuple(package.spec for package in recipe.packages)
-        if isinstance(recipe, GoRecipe):
-            return (f"{recipe.package}@{recipe.version}",)
-        return (self.asset.name,) if self.asset else ()
+    def installer(self) -> RecipeInstaller:
+        """The installer registered for this plan's recipe kind."""
+        installer = installer_for(self.recipe)
+        assert installer is not None  # plan_install refuses recipes without one
+        return installer
 
 
-def check_version(language: str, version: str, recipe: InstallableRecipe) -> None:
-    """Reject a requested version that is not an exact version we can use as a folder name."""
+def check_version(language: str, version: str, recipe: Recipe, installer: RecipeInstaller) -> None:
+    """Reject a requested version that is not an exact version we can use as a folder name, or that the
+    recipe's kind cannot use (Go module versions start with ``v``)."""
     if not _VERSION.match(version) or not any(ch.isdigit() for ch in version):
         raise InstallError(
             language,
             f"cannot install {language} version {version!r}: give an exact version such as "
             f"{recipe.version!r} (letters, digits, '.', '-', '+' and '_' only; no ranges or tags like 'latest')",
         )
-    if isinstance(recipe, GoRecipe) and not version.startswith("v"):
-        raise InstallError(
-            language,
-            f"cannot install {language} version {version!r}: Go module versions start with 'v' "
-            f"(for example {recipe.version!r}); try 'v{version}'",
-        )
-
-
-def with_version(recipe: InstallableRecipe, version: str) -> InstallableRecipe:
-    """The recipe with its primary version replaced (npm: the first package; secondary pins stay)."""
-    if isinstance(recipe, NpmRecipe):
-        first = replace(recipe.packages[0], version=version)
-        return replace(recipe, packages=(first, *recipe.packages[1:]))
-    return replace(recipe, version=version)
-
-
-def identity_of(recipe: InstallableRecipe, asset: ReleaseAsset | None) -> str:
-    if isinstance(recipe, NpmRecipe):
-        return "npm " + " ".join(package.spec for package in recipe.packages)
-    if isinstance(recipe, GoRecipe):
-        return f"go {recipe.package}@{recipe.version}"
-    assert asset is not None
-    pinned = f" sha256:{asset.sha256.lower()}" if asset.sha256 else ""
-    return f"release {asset.name}@{recipe.version}{pinned}"
-
-
-def _digest_known(recipe: ReleaseRecipe, asset: ReleaseAsset, user_sources: tuple[str, ...]) -> bool:
-    return recipe.digest_declared(asset) or bool(user_sources)
+    installer.check_version(language, version, recipe)
 
 
 def plan_install(
@@ -101,7 +73,8 @@ def plan_install(
     cache_root: str | None = "",
     digest_sources: tuple[str, ...] = (),
 ) -> InstallPlan:
-    """Decide what installing ``spec`` on ``host`` means.
+    """Decide what installing ``spec`` on ``host`` means; the recipe's kind answers through its installer
+    (:mod:`kandev_lsp.install.installers`).
 
     :param version: a version to install instead of the plugin's pin.
     :param sha256: the digest a release asset must have, given by the user: for a version the plugin
@@ -109,15 +82,21 @@ def plan_install(
     :param cache_root: the task's cache root; ``None`` means the cache is disabled (HOME not absolute).
     :param digest_sources: digest sources the user configured for the language (a mirror, release
         metadata): either one can supply the digest of a release asset the recipe declares none for.
-    :raises NoInstallerError: manual-only language, no release asset for ``host``, no cache, or a release
-        asset whose digest nobody pins or publishes (the message says how to give one: ``--sha256``).
-    :raises InstallError: ``version`` is not an exact version.
+    :raises NoInstallerError: manual-only language (no installer for its recipe), no release asset for
+        ``host``, no cache, or a release asset whose digest nobody pins or publishes (the message says how
+        to give one: ``--sha256``).
+    :raises InstallError: ``version`` is not an exact version, or ``sha256`` given to a kind that does
+        not download release assets.
     """
     recipe = spec.install
-    if isinstance(recipe, ManualInstall):
+    installer = installer_for(recipe)
+    if installer is None:
+        how = spec.manual_instructions or (
+            f"no installer handles its {getattr(recipe, 'kind', type(recipe).__name__)!r} recipe; install "
+            f"{spec.command} yourself and put it on the task's PATH."
+        )
         raise NoInstallerError(
-            spec.id,
-            f"{spec.display_name} ({spec.command}) cannot be installed automatically. {recipe.instructions}",
+            spec.id, f"{spec.display_name} ({spec.command}) cannot be installed automatically. {how}"
         )
     if cache_root is None:
         raise NoInstallerError(
@@ -126,43 +105,16 @@ def plan_install(
             "(<HOME>/.kandev/lsp-servers) is disabled. Set HOME to an absolute folder in the task "
             "environment, or install the server yourself and put it on the task's PATH.",
         )
-    if version is not None and version != recipe.version:
-        check_version(spec.id, version, recipe)
-        recipe = with_version(recipe, version)
-    asset: ReleaseAsset | None = None
-    if isinstance(recipe, ReleaseRecipe):
-        asset = recipe.asset_for(host)
-        if asset is None:
-            targets = ", ".join(sorted(recipe.assets)) or "none"
-            raise NoInstallerError(
-                spec.id,
-                f"{spec.display_name} publishes no {spec.command} release for {host} (it has: {targets}). "
-                f"Install {spec.command} yourself and put it on the task's PATH.",
-            )
-    # The identity is the plugin's: a digest the user supplies verifies the same asset, it does not make
-    # another install (so `list` and `doctor` still see the plugin's pin as matched).
-    identity = identity_of(recipe, asset)
-    if sha256 is not None:
-        if asset is None:
-            raise InstallError(
-                spec.id,
-                f"a SHA-256 digest only applies to release downloads; {spec.id} installs with "
-                f"{recipe.kind}, which verifies its own packages",
-            )
-        try:
-            asset = replace(asset, sha256=normalize_sha256(sha256))
-        except ValueError as exc:
-            raise InstallError(spec.id, f"cannot use the SHA-256 digest given: {exc}") from None
-    elif (
-        isinstance(recipe, ReleaseRecipe)
-        and asset is not None
-        and not _digest_known(recipe, asset, digest_sources)
-    ):
-        raise NoInstallerError(
-            spec.id,
-            f"cannot install {spec.command} unattended: no SHA-256 digest is pinned for {asset.name} and "
-            "its release origin publishes none, so the download could not be verified. Get the digest "
-            f"from a source you trust and run `kandev-lsp install {spec.id} --sha256 HEX`, or configure a "
-            "mirror (lsp_release_base_urls) that publishes <asset>.sha256 files.",
-        )
-    return InstallPlan(spec.id, recipe, recipe.version, identity, asset)
+    chosen = cast("Recipe", recipe)  # a kind with a registered installer is an installable recipe
+    if version is not None and version != chosen.version:
+        check_version(spec.id, version, chosen, installer)
+        chosen = installer.with_version(chosen, version)
+    asset = installer.target(spec, chosen, host, sha256=sha256, digest_sources=digest_sources)
+    return InstallPlan(
+        spec.id,
+        chosen,
+        chosen.version,
+        installer.identity(chosen, host),
+        asset,
+        installer.packages(chosen, asset),
+    )

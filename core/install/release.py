@@ -9,18 +9,22 @@ unpacks archives, and reports byte progress. httpx is imported only when a relea
 from __future__ import annotations
 
 import os
-import shutil
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
 from kandev_lsp.errors import KandevLspError
-from kandev_lsp.install.cache import remove_tree
-from kandev_lsp.install.context import InstallContext, Staged
-from kandev_lsp.install.errors import InstallError
-from kandev_lsp.language import ReleaseRecipe
+from kandev_lsp.install.errors import InstallError, NoInstallerError
+from kandev_lsp.language import ReleaseAsset, ReleaseRecipe
 
+# The installer's helpers are imported where they run: the resolver imports this module to ask
+# ReleaseInstaller.available() and must stay light.
 if TYPE_CHECKING:
+    from kandev_lsp.install.context import InstallContext, Staged
     from kandev_lsp.install.download import DownloadTimeouts
+    from kandev_lsp.install.installers import InstallOptions
+    from kandev_lsp.language import LanguageSpec
+    from kandev_lsp.platform import HostPlatform
 
 ADVICE = (
     "Check the task's network access and proxy, or point kandev-lsp at a mirror with "
@@ -40,6 +44,7 @@ async def install_release(
     timeouts: DownloadTimeouts,
     metadata_url: str | None = None,
 ) -> Staged:
+    from kandev_lsp.install.context import Staged
     from kandev_lsp.install.download import DownloadError, download_release_asset
 
     recipe, asset = ctx.plan.recipe, ctx.plan.asset
@@ -74,7 +79,10 @@ async def install_release(
 
 
 def _unpack(ctx: InstallContext, archive: Path, name: str, target: Path) -> None:
+    import shutil
+
     from kandev_lsp.install.archives import extract_archive
+    from kandev_lsp.install.cache import remove_tree
 
     recipe, asset = ctx.plan.recipe, ctx.plan.asset
     assert isinstance(recipe, ReleaseRecipe) and asset is not None
@@ -97,3 +105,82 @@ def _unpack(ctx: InstallContext, archive: Path, name: str, target: Path) -> None
     os.chmod(target, 0o755)
     remove_tree(unpacked)
     remove_tree(ctx.staging / "download")
+
+
+class ReleaseInstaller:
+    """The ``release`` kind: a per-platform asset downloaded, verified against its SHA-256 and unpacked
+    (registered in :mod:`kandev_lsp.install.installers`)."""
+
+    recipe_type = ReleaseRecipe
+
+    def available(self, recipe: ReleaseRecipe, host: HostPlatform) -> bool:
+        """An asset for ``host`` whose digest is pinned or published where the recipe declares: an
+        install that could only fail for want of a digest is not "installable" (issue 7 item 23)."""
+        asset = recipe.asset_for(host)
+        return asset is not None and recipe.digest_declared(asset)
+
+    def check_version(self, language: str, version: str, recipe: ReleaseRecipe) -> None:
+        return None
+
+    def with_version(self, recipe: ReleaseRecipe, version: str) -> ReleaseRecipe:
+        return replace(recipe, version=version)
+
+    def target(
+        self,
+        spec: LanguageSpec,
+        recipe: ReleaseRecipe,
+        host: HostPlatform,
+        *,
+        sha256: str | None,
+        digest_sources: tuple[str, ...],
+    ) -> ReleaseAsset | None:
+        """The host's asset; with the user's digest when given. Refuses, before any request, an asset
+        whose digest nobody pins or publishes and for which the user configured no source either."""
+        asset = recipe.asset_for(host)
+        if asset is None:
+            targets = ", ".join(sorted(recipe.assets)) or "none"
+            raise NoInstallerError(
+                spec.id,
+                f"{spec.display_name} publishes no {spec.command} release for {host} (it has: {targets}). "
+                f"Install {spec.command} yourself and put it on the task's PATH.",
+            )
+        if sha256 is not None:
+            from kandev_lsp.install.digests import normalize_sha256
+
+            try:
+                return replace(asset, sha256=normalize_sha256(sha256))
+            except ValueError as exc:
+                raise InstallError(spec.id, f"cannot use the SHA-256 digest given: {exc}") from None
+        if not recipe.digest_declared(asset) and not digest_sources:
+            raise NoInstallerError(
+                spec.id,
+                f"cannot install {spec.command} unattended: no SHA-256 digest is pinned for {asset.name} and "
+                "its release origin publishes none, so the download could not be verified. Get the digest "
+                f"from a source you trust and run `kandev-lsp install {spec.id} --sha256 HEX`, or configure a "
+                "mirror (lsp_release_base_urls) that publishes <asset>.sha256 files.",
+            )
+        return asset
+
+    def identity(self, recipe: ReleaseRecipe, host: HostPlatform) -> str:
+        """The asset and the plugin's pinned digest: a digest the user gives verifies the same asset, it
+        does not make another install (so ``list`` and ``doctor`` still see the plugin's pin as matched)."""
+        asset = recipe.asset_for(host)
+        name = asset.name if asset is not None else "(no asset for this host)"
+        pinned = f" sha256:{asset.sha256.lower()}" if asset is not None and asset.sha256 else ""
+        return f"release {name}@{recipe.version}{pinned}"
+
+    def packages(self, recipe: ReleaseRecipe, asset: ReleaseAsset | None) -> tuple[str, ...]:
+        return (asset.name,) if asset is not None else ()
+
+    async def install(self, ctx: InstallContext, options: InstallOptions) -> Staged:
+        from kandev_lsp.install.download import DownloadTimeouts
+
+        return await install_release(
+            ctx,
+            base_url=options.release_base_urls.get(ctx.language),
+            metadata_url=options.release_metadata_urls.get(ctx.language),
+            timeouts=options.download_timeouts or DownloadTimeouts(),
+        )
+
+
+RELEASE_INSTALLER = ReleaseInstaller()
