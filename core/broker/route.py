@@ -5,12 +5,11 @@ query (400), so a caller the authorizer refuses causes no lookup at all (K11.5).
 execution directory (4002 / 4004), the capacity cap (4005), the upstream connection to the execution's
 ``serve`` with its token (4002 when it fails), then the relay.
 
-What is wired today is the mode with browser continuity **off** (K11.6, K18.2): a plain authenticated
-proxy, one upstream per client, frames relayed both ways unchanged (text stays text, binary stays
-binary), the upstream's close code forwarded except codes no close frame may carry (4009), and the
-client's departure closing the upstream (which stops the server). Lease mode is built on the sans-io
-core in this package (``leases``, ``requests``) and is not wired into this route yet: constructing a
-server with continuity on is refused with an error that says so.
+With browser continuity **off** (K11.6, K18.2) the route is a plain authenticated proxy: one upstream
+per client, frames relayed both ways unchanged (text stays text, binary stays binary), the upstream's
+close code forwarded except codes no close frame may carry (4009), and the client's departure closing
+the upstream (which stops the server). With it **on**, clients are carried by
+:class:`~kandev_lsp.broker.lease_mode.LeaseMode` over a :class:`~kandev_lsp.broker.leases.LeaseBook`.
 """
 
 from __future__ import annotations
@@ -19,6 +18,7 @@ import asyncio
 import contextlib
 import json
 import logging
+import time
 from dataclasses import dataclass
 from http import HTTPStatus
 from typing import Any
@@ -26,12 +26,12 @@ from urllib.parse import urlencode
 
 from kandev_lsp.broker.auth import Authorizer, CallerRequest
 from kandev_lsp.broker.closecodes import CLOSE_REASONS, BrokerCloseCode, proxy_close_for_upstream
-from kandev_lsp.broker.config import DEFAULT_MAX_CONNECTIONS
+from kandev_lsp.broker.config import DEFAULT_DETACH_TIMEOUT, DEFAULT_MAX_CONNECTIONS
 from kandev_lsp.broker.contract import BadBrokerRequest, BrokerQuery, parse_broker_path, parse_broker_query
 from kandev_lsp.broker.directory import DirectoryError, Execution, ExecutionDirectory
-from kandev_lsp.broker.leases import LeaseCounts, ReleaseReason
+from kandev_lsp.broker.lease_mode import LeaseMode, LeaseModeConfig
+from kandev_lsp.broker.leases import LeaseBook, LeaseConfig, LeaseCounts, ReleaseReason
 from kandev_lsp.broker.metrics import CONTENT_TYPE, BrokerMetrics
-from kandev_lsp.errors import KandevLspError
 from kandev_lsp.session import log_event
 from websockets.asyncio.client import ClientConnection, connect
 from websockets.asyncio.server import Server, ServerConnection, serve
@@ -39,16 +39,12 @@ from websockets.exceptions import ConnectionClosed, InvalidHandshake, InvalidURI
 from websockets.http11 import Request, Response
 from websockets.protocol import State
 
-__all__ = ["METRICS_ROUTE", "BrokerConfig", "BrokerServer", "ContinuityNotWired"]
+__all__ = ["METRICS_ROUTE", "BrokerConfig", "BrokerServer"]
 
 log = logging.getLogger("kandev_lsp.broker")
 
 METRICS_ROUTE = "/metrics"
 _MIB = 1024 * 1024
-
-
-class ContinuityNotWired(KandevLspError):
-    """Browser continuity was asked for, but lease mode is not wired into the route yet."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,6 +60,10 @@ class BrokerConfig:
     connect_timeout: float = 10.0
     ping_interval: float | None = 20.0
     close_timeout: float = 5.0
+    #: Lease mode: how long a detached lease lives (K12.16), the stop sequence's bounds (K16.2).
+    detach_timeout: float = DEFAULT_DETACH_TIMEOUT
+    shutdown_timeout: float = 5.0
+    cleanup_timeout: float = 10.0
 
 
 def _json_response(connection: ServerConnection, status: HTTPStatus, data: dict[str, Any]) -> Response:
@@ -82,25 +82,34 @@ def upstream_url(execution: Execution, query: BrokerQuery) -> str:
 
 
 class BrokerServer:
-    """Serves ``/lsp/{sessionId}`` and ``/metrics``. Use ``async with BrokerServer(...) as broker``.
-
-    :raises ContinuityNotWired: ``config.continuity`` is on.
-    """
+    """Serves ``/lsp/{sessionId}`` and ``/metrics``. Use ``async with BrokerServer(...) as broker``."""
 
     def __init__(
         self, *, directory: ExecutionDirectory, authorizer: Authorizer, config: BrokerConfig | None = None
     ) -> None:
         self.config = config or BrokerConfig()
-        if self.config.continuity:
-            raise ContinuityNotWired(
-                "browser continuity (KANDEV_FEATURES_LSP_BROWSER_CONTINUITY) is not wired into the broker's "
-                "route yet; unset it to run the authenticated proxy"
-            )
         self._directory = directory
         self._authorizer = authorizer
         self._server: Server | None = None
         self._proxied = 0
-        self.metrics = BrokerMetrics(self._counts)
+        self.leases: LeaseMode | None = None
+        if self.config.continuity:  # the lease manager exists only with the switch on (K18.2)
+            book = LeaseBook(
+                LeaseConfig(self.config.capacity, self.config.detach_timeout), clock=time.monotonic
+            )
+            self.leases = LeaseMode(
+                book,
+                LeaseModeConfig(
+                    write_timeout=self.config.write_timeout,
+                    connect_timeout=self.config.connect_timeout,
+                    shutdown_timeout=self.config.shutdown_timeout,
+                    cleanup_timeout=self.config.cleanup_timeout,
+                    max_message=self.config.max_message,
+                    ping_interval=self.config.ping_interval,
+                    close_timeout=self.config.close_timeout,
+                ),
+            )
+        self.metrics = BrokerMetrics(book.counts if self.leases is not None else self._counts)
 
     def _counts(self) -> LeaseCounts:
         # Proxy mode has no leases: each proxied connection holds a slot while it is open.
@@ -130,7 +139,10 @@ class BrokerServer:
         await self.aclose()
 
     async def aclose(self) -> None:
-        """Close every client with 1001; each proxied upstream is then closed, which stops its server."""
+        """Close every lease (``backend_stop``) and every client with 1001; each proxied upstream is then
+        closed, which stops its server."""
+        if self.leases is not None:
+            await self.leases.aclose()
         if self._server is not None:
             self._server.close(reason=CLOSE_REASONS[BrokerCloseCode.GOING_AWAY])
             await self._server.wait_closed()
@@ -185,6 +197,9 @@ class BrokerServer:
         except DirectoryError as exc:
             log_event(log, "connection_refused", logging.WARNING, code=exc.code, detail=str(exc))
             await self._close(client, exc.code)
+            return
+        if self.leases is not None:
+            await self.leases.serve_client(client, execution, query)
             return
         if self._proxied >= self.config.capacity:
             log_event(log, "connection_refused", logging.WARNING, code=int(BrokerCloseCode.CAPACITY))

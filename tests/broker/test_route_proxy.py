@@ -10,112 +10,31 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-import os
-import shutil
-import signal
-import uuid
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from kandev_lsp.broker.auth import BearerAuthorizer, Caller, CallerRequest
-from kandev_lsp.broker.directory import DirectoryError, Execution, FileExecutionDirectory
-from kandev_lsp.broker.route import BrokerConfig, BrokerServer, ContinuityNotWired
-from kandev_lsp.host import PluginHost
-from kandev_lsp.stream.auth import StreamToken
-from kandev_lsp.stream.server import StreamConfig, StreamServer
-from kandev_lsp.taskenv import Task, TaskEnvironment
+from kandev_lsp.broker.auth import Caller, CallerRequest
+from kandev_lsp.broker.directory import FileExecutionDirectory
+from kandev_lsp.broker.route import BrokerServer
 from kandev_lsp.testing import processes_tagged
-from websockets.asyncio.client import ClientConnection, connect
+from routekit import (
+    BROKER_TOKEN,
+    TAG,
+    SpyDirectory,
+    broker,
+    client,
+    closed_with,
+    execution_for,
+    metrics,
+    needs_gopls,
+    real_serve,
+    request,
+)
+from websockets.asyncio.client import connect
 from websockets.asyncio.server import ServerConnection, serve
-from websockets.exceptions import ConnectionClosed, InvalidStatus
-
-BROKER_TOKEN = "broker-test-token-0123456789"
-SERVE_TOKEN = "serve-test-token-0123456789ab"
-TAG = "KANDEV_TEST_TAG"
-GOPLS = shutil.which("gopls", path="/usr/bin")
-
-needs_gopls = pytest.mark.skipif(GOPLS is None, reason="Debian's gopls is not installed")
-
-
-class SpyDirectory:
-    """A directory that counts lookups: proves the authorizer runs first."""
-
-    def __init__(self, executions: dict[str, Execution]) -> None:
-        self.executions = executions
-        self.lookups = 0
-
-    def resolve(self, session_id: str) -> Execution:
-        self.lookups += 1
-        if session_id not in self.executions:
-            raise DirectoryError(4002, "unknown session")
-        return self.executions[session_id]
-
-
-@pytest.fixture
-def tag() -> Iterator[str]:
-    value = uuid.uuid4().hex
-    yield value
-    leaked = processes_tagged(TAG, value)
-    for pid in leaked:
-        with contextlib.suppress(ProcessLookupError):
-            os.kill(pid, signal.SIGKILL)
-    assert leaked == [], "a server outlived its test"
-
-
-@contextlib.asynccontextmanager
-async def real_serve(tmp_path: Path, tag: str) -> AsyncIterator[StreamServer]:
-    workspace = tmp_path / "workspace"
-    workspace.mkdir(exist_ok=True)
-    (workspace / "go.mod").write_text("module example.com/w\n\ngo 1.19\n")
-    env = TaskEnvironment.from_agent({"HOME": str(tmp_path), "PATH": "/usr/bin:/bin", TAG: tag})
-    server = StreamServer(
-        plugins=PluginHost.load(environ={}),
-        task=Task(str(workspace), env),
-        token=StreamToken(SERVE_TOKEN),
-        config=StreamConfig(close_timeout=2.0),
-    )
-    async with server:
-        yield server
-
-
-def execution_for(url: str, executor: str = "local") -> Execution:
-    return Execution("x1", executor, url, SERVE_TOKEN, "/work/task")
-
-
-@contextlib.asynccontextmanager
-async def broker(directory: Any, **config: Any) -> AsyncIterator[BrokerServer]:
-    server = BrokerServer(
-        directory=directory,
-        authorizer=BearerAuthorizer(StreamToken(BROKER_TOKEN)),
-        config=BrokerConfig(close_timeout=2.0, **config),
-    )
-    async with server:
-        yield server
-
-
-def client(server: BrokerServer, target: str, token: str | None = BROKER_TOKEN) -> connect:
-    headers = {"Authorization": f"Bearer {token}"} if token else {}
-    return connect(f"{server.url}{target}", additional_headers=headers)
-
-
-async def closed_with(ws: ClientConnection, timeout: float = 10.0) -> tuple[int | None, str | None]:
-    with contextlib.suppress(ConnectionClosed):
-        async with asyncio.timeout(timeout):
-            while True:
-                await ws.recv()
-    return ws.close_code, ws.close_reason
-
-
-async def request(ws: ClientConnection, number: int, method: str, params: Any) -> dict[str, Any]:
-    await ws.send(json.dumps({"jsonrpc": "2.0", "id": number, "method": method, "params": params}))
-    async with asyncio.timeout(20):
-        while True:
-            message = json.loads(await ws.recv())
-            if message.get("id") == number and "method" not in message:
-                return dict(message)
-
+from websockets.exceptions import InvalidStatus
 
 # --- the proxy end to end ----------------------------------------------------------------------------
 
@@ -262,21 +181,6 @@ def test_a_full_cap_closes_the_next_client_with_4005_and_metrics_show_the_slot(
     asyncio.run(scenario())
 
 
-async def metrics(server: BrokerServer) -> str:
-    reader, writer = await asyncio.open_connection("127.0.0.1", server.port)
-    writer.write(f"GET /metrics HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {BROKER_TOKEN}\r\n\r\n".encode())
-    head = await reader.readuntil(b"\r\n\r\n")
-    assert head.startswith(b"HTTP/1.1 200"), head
-    length = int(
-        next(line for line in head.split(b"\r\n") if line.lower().startswith(b"content-length")).split(b":")[
-            1
-        ]
-    )
-    body = await reader.readexactly(length)
-    writer.close()
-    return body.decode()
-
-
 # --- upstream faults (fakes: a real serve will not drop its TCP connection on demand) -----------------
 
 
@@ -309,12 +213,3 @@ def test_upstream_closes_are_forwarded_but_never_1006(behaviour: str, code: int,
                 assert await closed_with(ws) == (code, reason)
 
     asyncio.run(scenario())
-
-
-def test_continuity_on_is_refused_until_lease_mode_is_wired() -> None:
-    with pytest.raises(ContinuityNotWired, match="KANDEV_FEATURES_LSP_BROWSER_CONTINUITY"):
-        BrokerServer(
-            directory=SpyDirectory({}),
-            authorizer=BearerAuthorizer(StreamToken(BROKER_TOKEN)),
-            config=BrokerConfig(continuity=True),
-        )

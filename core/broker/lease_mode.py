@@ -1,0 +1,560 @@
+"""Lease mode (browser continuity on): the asyncio layer around :class:`LeaseBook` and :class:`LeasePeer`.
+
+Everything that decides lives in the sans-io core; this module only moves messages and performs the
+book's actions:
+
+* each lease has one upstream (a WebSocket to the execution's ``serve``) read by one task for the
+  lease's whole life, attached or not (K12.4, K15.11). Its messages go through the lease's
+  :class:`LeasePeer`; what the peer sends to a client is queued for that client's writer task, so a
+  slow client never slows the reader: a full queue or a write past 5 s detaches the client with 4009,
+  never the server (K15.10);
+* before serve's ``ready``, its install frames are relayed to the attached client and the client's
+  frames are not read (held by the WebSocket layer), so a client frame never cancels an install; a
+  client that leaves during an install leaves it running (K14 install phase);
+* the ready frame carries the lease id, whether it resumed, and the peer's retained state (K17.3);
+* stop and release: the peer's ``shutdown`` (bounded) and ``exit``, then serve's own close, which it
+  sends only after reaping the server's tree when the server exits by itself; if that does not come in
+  time the broker closes the upstream (serve then stops the tree) and acknowledges with
+  ``confirmed: false``. (A ``{"control":"stop"}`` frame on serve's stream, as the contract chooses, would
+  make a hung server's cleanup observable too; serve does not have it yet.)
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import time
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from kandev_lsp.broker.closecodes import (
+    CLOSE_REASONS,
+    BrokerCloseCode,
+    client_close_for_lease_end,
+    client_close_for_upstream,
+)
+from kandev_lsp.broker.contract import (
+    BrokerQuery,
+    Control,
+    ControlError,
+    ControlName,
+    ReadyInfo,
+    ack_frame,
+    parse_control,
+    ready_frame,
+)
+from kandev_lsp.broker.directory import Execution
+from kandev_lsp.broker.leases import (
+    Acknowledge,
+    Action,
+    ArmDeadline,
+    CancelDeadline,
+    CloseUpstream,
+    ControlKind,
+    EndAttachment,
+    LeaseBook,
+    Outcome,
+    RejectWaiting,
+    ReleaseReason,
+    StartUpstream,
+)
+from kandev_lsp.broker.logs import log_transitions
+from kandev_lsp.broker.peer import ConfigurationAnswerer, LeasePeer, PeerOutput
+from kandev_lsp.session import log_event
+from websockets.asyncio.client import ClientConnection, connect
+from websockets.asyncio.server import ServerConnection
+from websockets.exceptions import ConnectionClosed, InvalidHandshake, InvalidURI
+from websockets.protocol import State
+
+__all__ = ["LeaseMode", "LeaseModeConfig"]
+
+log = logging.getLogger("kandev_lsp.broker")
+
+_CLIENT_QUEUE = 1024  # messages waiting for a client's writer; more means the client is not reading
+
+
+class LeaseModeConfig:
+    """Deadlines of lease mode (tests shorten them)."""
+
+    def __init__(
+        self,
+        *,
+        write_timeout: float = 5.0,
+        connect_timeout: float = 10.0,
+        shutdown_timeout: float = 5.0,
+        cleanup_timeout: float = 10.0,
+        max_message: int = 16 * 1024 * 1024,
+        ping_interval: float | None = 20.0,
+        close_timeout: float = 5.0,
+    ) -> None:
+        self.write_timeout = write_timeout
+        self.connect_timeout = connect_timeout
+        self.shutdown_timeout = shutdown_timeout
+        self.cleanup_timeout = cleanup_timeout
+        self.max_message = max_message
+        self.ping_interval = ping_interval
+        self.close_timeout = close_timeout
+
+
+class _Attachment:
+    """One client attached to a lease: its connection, generation and writer (a bounded queue)."""
+
+    def __init__(
+        self,
+        websocket: ServerConnection,
+        generation: int,
+        write_timeout: float,
+        on_stall: Callable[[_Attachment], None],
+    ) -> None:
+        self.websocket = websocket
+        self._on_stall = on_stall
+        self.generation = generation
+        self.queue: asyncio.Queue[str | None] = asyncio.Queue(_CLIENT_QUEUE)
+        self.stalled = False
+        self.closing: tuple[int, str] | None = None
+        self._write_timeout = write_timeout
+        self.writer = asyncio.create_task(self._write())
+
+    def send(self, text: str) -> bool:
+        """Queue ``text``; False when the queue is full (the client stopped reading)."""
+        try:
+            self.queue.put_nowait(text)
+        except asyncio.QueueFull:
+            self.stalled = True
+            return False
+        return True
+
+    def close(self, code: int, reason: str | None = None) -> None:
+        """Close after what is queued (a ready frame, an ack) has been written."""
+        if self.closing is None:
+            self.closing = (code, CLOSE_REASONS.get(code, "") if reason is None else reason)
+            with contextlib.suppress(asyncio.QueueFull):
+                self.queue.put_nowait(None)
+            if self.queue.full():
+                self.writer.cancel()
+
+    async def _write(self) -> None:
+        try:
+            while (text := await self.queue.get()) is not None:
+                async with asyncio.timeout(self._write_timeout):
+                    await self.websocket.send(text)
+        except TimeoutError:
+            self.stalled = True
+            self._on_stall(self)
+        except (ConnectionClosed, asyncio.CancelledError):
+            pass
+        finally:
+            code, reason = self.closing or (BrokerCloseCode.CONNECTION_FAILED, "")
+            if self.stalled:
+                code, reason = (
+                    BrokerCloseCode.CONNECTION_FAILED,
+                    CLOSE_REASONS[BrokerCloseCode.CONNECTION_FAILED],
+                )
+            with contextlib.suppress(TimeoutError, ConnectionClosed):
+                async with asyncio.timeout(self._write_timeout):
+                    await self.websocket.close(code, reason)
+            if self.websocket.state is not State.CLOSED:
+                self.websocket.transport.abort()
+
+
+class _Lease:
+    """The I/O side of one lease: its upstream, its peer, its attached client."""
+
+    def __init__(self, lease_id: str, execution: Execution, query: BrokerQuery, peer: LeasePeer) -> None:
+        self.lease_id = lease_id
+        self.execution = execution
+        self.query = query
+        self.peer = peer
+        self.upstream: ClientConnection | None = None
+        self.ready: dict[str, Any] | None = None  # serve's ready frame
+        self.ready_event = asyncio.Event()
+        self.ended = asyncio.Event()
+        self.end_code: int | None = None  # the client's close code when the upstream ended by itself
+        self.attachment: _Attachment | None = None
+        self.reader: asyncio.Task[None] | None = None
+        self.stopper: asyncio.Task[None] | None = None
+        self.shutdown_done = asyncio.Event()
+        self.outbox: asyncio.Queue[str] = asyncio.Queue()
+        self.writer: asyncio.Task[None] | None = None
+        self.confirmed = False
+        self.control_id: str | int | None = None
+
+
+class LeaseMode:
+    """Every lease of one broker, with their upstreams and clients.
+
+    :param configuration: builds a lease's ``workspace/configuration`` answerer for a caller's owner and
+        language (K14.8, K14.9).
+    """
+
+    def __init__(
+        self,
+        book: LeaseBook,
+        config: LeaseModeConfig | None = None,
+        *,
+        configuration: Callable[[str, str], ConfigurationAnswerer] | None = None,
+    ) -> None:
+        self.book = book
+        self.config = config or LeaseModeConfig()
+        self._configuration = configuration
+        self._leases: dict[str, _Lease] = {}
+        self._timers: dict[str, asyncio.TimerHandle] = {}
+        self._waiting: dict[str, asyncio.Future[int | None]] = {}
+
+    # --- a client --------------------------------------------------------------------------------
+
+    async def serve_client(
+        self, websocket: ServerConnection, execution: Execution, query: BrokerQuery, owner: str = ""
+    ) -> None:
+        """Admit ``websocket`` to a lease and carry it until it leaves or the lease ends."""
+        admission = self.book.admit(
+            execution.id, query.language, query.lease_hint, executor=execution.executor
+        )
+        if admission.outcome in (Outcome.CREATED, Outcome.QUEUED):
+            assert admission.lease_id is not None
+            peer = (
+                LeasePeer(clock=time.monotonic, configuration=self._configuration(owner, query.language))
+                if self._configuration is not None
+                else LeasePeer(clock=time.monotonic)
+            )
+            self._leases[admission.lease_id] = _Lease(admission.lease_id, execution, query, peer)
+        if admission.outcome is Outcome.QUEUED:
+            assert admission.lease_id is not None
+            self._waiting[admission.lease_id] = asyncio.get_running_loop().create_future()
+        self.perform(admission.actions)
+        if admission.close_code is not None or admission.lease_id is None:
+            await _close(
+                websocket, admission.close_code or BrokerCloseCode.CAPACITY, self.config.write_timeout
+            )
+            return
+        lease_id, generation = admission.lease_id, admission.generation
+        if admission.outcome is Outcome.QUEUED:
+            waiting = self._waiting[lease_id]
+            try:
+                code = await self._until_closed(websocket, waiting)
+            finally:
+                self._waiting.pop(lease_id, None)
+            if code is not None or lease_id not in self._leases:
+                await _close(
+                    websocket, code or BrokerCloseCode.SESSION_UNAVAILABLE, self.config.write_timeout
+                )
+                return
+        lease = self._leases[lease_id]
+        attachment = _Attachment(
+            websocket, generation, self.config.write_timeout, lambda stalled: self._stalled(lease, stalled)
+        )
+        lease.attachment = attachment
+        try:
+            await self._carry(lease, attachment, resumed=admission.resumed)
+        finally:
+            if lease.attachment is attachment:
+                lease.attachment = None
+                if lease.ready is not None:
+                    self._to_server(lease, lease.peer.detach())
+                self.perform(self.book.detach(lease_id, generation))
+                attachment.close(BrokerCloseCode.NORMAL)
+            await attachment.writer
+
+    async def _until_closed(
+        self, websocket: ServerConnection, waiting: asyncio.Future[int | None]
+    ) -> int | None:
+        """Wait for ``waiting`` (a queued admission), or for the client to leave first (then 1000)."""
+        gone: asyncio.Future[Any] = asyncio.ensure_future(websocket.wait_closed())
+        pending: list[asyncio.Future[Any]] = [waiting, gone]
+        try:
+            await asyncio.wait(pending, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            gone.cancel()
+        return waiting.result() if waiting.done() else BrokerCloseCode.NORMAL
+
+    async def _carry(self, lease: _Lease, attachment: _Attachment, *, resumed: bool) -> None:
+        ready = asyncio.ensure_future(lease.ready_event.wait())
+        ended = asyncio.ensure_future(lease.ended.wait())
+        gone = asyncio.ensure_future(attachment.websocket.wait_closed())
+        try:
+            await asyncio.wait({ready, ended, gone}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            for future in (ready, ended, gone):
+                future.cancel()
+        if not lease.ready_event.is_set() or lease.ended.is_set() or attachment.closing is not None:
+            return  # the client left during the install, or the lease ended (its close is on its way)
+        lease.peer.attach(attachment.generation)
+        attachment.send(ready_frame(self._ready_info(lease, resumed)))
+        log_event(log, "lease_ready", language=lease.query.language[:32], resumed=int(resumed))
+        async for raw in attachment.websocket:
+            if attachment.closing is not None or lease.attachment is not attachment:
+                break
+            try:
+                message = json.loads(raw)
+            except ValueError:
+                attachment.close(BrokerCloseCode.POLICY_VIOLATION)
+                break
+            if not isinstance(message, dict):
+                attachment.close(BrokerCloseCode.POLICY_VIOLATION)
+                break
+            control = parse_control(message)
+            if control is not None:
+                self._control(lease, attachment, control)
+                continue
+            out = lease.peer.from_client(message)
+            self._deliver(lease, out)
+            if out.client_exit:
+                attachment.close(BrokerCloseCode.NORMAL)
+                break
+
+    def _control(self, lease: _Lease, attachment: _Attachment, control: Control | ControlError) -> None:
+        if isinstance(control, ControlError):
+            attachment.send(control.ack())
+            return
+        if control.name is ControlName.ATTACHMENT_READY:
+            lease.peer.attachment_ready()
+            attachment.send(ack_frame(control.name.value, control.id))
+            return
+        kind = ControlKind.STOP if control.name is ControlName.STOP else ControlKind.RELEASE
+        lease.control_id = control.id
+        self.perform(self.book.request_stop(lease.lease_id, attachment.generation, kind))
+
+    def _ready_info(self, lease: _Lease, resumed: bool) -> ReadyInfo:
+        ready = lease.ready or {}
+        peer = lease.peer
+        sent_at = peer.initialize_sent_at
+        return ReadyInfo(
+            language=lease.query.language,
+            workspace_path=str(ready.get("workspacePath", lease.execution.workspace)),
+            workspace_uri=str(ready.get("workspaceUri", "")),
+            lease_id=lease.lease_id,
+            resumed=resumed,
+            server_generation=peer.server_generation,
+            capabilities=peer.capabilities,
+            server_info=peer.server_info,
+            position_encoding=peer.position_encoding,
+            registrations=[registration.to_json() for registration in peer.effective_registrations()],
+            progress=peer.progress_snapshot().to_json(),
+            initialize_sent_at_ms=None
+            if sent_at is None
+            else int((time.time() - (time.monotonic() - sent_at)) * 1000),
+            initialized=peer.initialize_result is not None,
+        )
+
+    # --- performing the book's actions -----------------------------------------------------------
+
+    def perform(self, actions: Iterable[Action]) -> None:
+        actions = list(actions)
+        log_transitions(actions)
+        loop = asyncio.get_running_loop()
+        for action in actions:
+            if isinstance(action, StartUpstream):
+                lease = self._leases[action.lease_id]
+                lease.reader = asyncio.create_task(self._run_upstream(lease))
+                waiting = self._waiting.get(action.lease_id)
+                if waiting is not None and not waiting.done():
+                    waiting.set_result(None)
+            elif isinstance(action, CloseUpstream):
+                lease = self._leases[action.lease_id]
+                lease.stopper = asyncio.create_task(self._stop(lease, action.reason))
+            elif isinstance(action, ArmDeadline):
+                self._cancel_timer(action.lease_id)
+                delay = max(0.0, action.at - time.monotonic())
+                self._timers[action.lease_id] = loop.call_later(
+                    delay, self._deadline, action.lease_id, action.token
+                )
+            elif isinstance(action, CancelDeadline):
+                self._cancel_timer(action.lease_id)
+            elif isinstance(action, EndAttachment):
+                lease = self._leases[action.lease_id]
+                if action.reason is ReleaseReason.SERVER_EXIT and lease.end_code is not None:
+                    code = lease.end_code  # already the client's code (4006, 4009, relayed, 4002)
+                else:
+                    code = client_close_for_lease_end(action.reason)
+                self._end_attachment(lease, action.generation, code)
+            elif isinstance(action, Acknowledge):
+                lease = self._leases[action.lease_id]
+                attachment = lease.attachment
+                if attachment is not None and attachment.generation == action.generation:
+                    attachment.send(
+                        ack_frame(action.control.value, lease.control_id, confirmed=lease.confirmed)
+                    )
+                    self._end_attachment(lease, action.generation, BrokerCloseCode.NORMAL)
+            elif isinstance(action, RejectWaiting):
+                waiting = self._waiting.get(action.lease_id)
+                if waiting is not None and not waiting.done():
+                    waiting.set_result(action.code)
+                self._leases.pop(action.lease_id, None)
+
+    def _end_attachment(self, lease: _Lease, generation: int, code: int) -> None:
+        attachment = lease.attachment
+        if attachment is not None and attachment.generation == generation:
+            lease.attachment = None
+            attachment.close(code)
+
+    def _cancel_timer(self, lease_id: str) -> None:
+        timer = self._timers.pop(lease_id, None)
+        if timer is not None:
+            timer.cancel()
+
+    def _deadline(self, lease_id: str, token: tuple[float, int]) -> None:
+        self._timers.pop(lease_id, None)
+        self.perform(self.book.on_deadline(lease_id, token))
+
+    # --- the upstream ------------------------------------------------------------------------------
+
+    async def _run_upstream(self, lease: _Lease) -> None:
+        """Connect, relay install frames until ready, then read every message for the lease's life."""
+        try:
+            lease.upstream = await self._connect(lease)
+            if lease.upstream is None:
+                lease.end_code = BrokerCloseCode.SESSION_UNAVAILABLE
+                return
+            lease.writer = asyncio.create_task(self._write_upstream(lease, lease.upstream))
+            async for raw in lease.upstream:
+                if lease.ready is None:
+                    frame = _status_frame(raw)
+                    if frame is not None:
+                        if frame.get("status") == "ready":
+                            lease.ready = frame
+                            lease.ready_event.set()
+                        elif lease.attachment is not None:
+                            lease.attachment.send(
+                                raw if isinstance(raw, str) else raw.decode("utf-8", "replace")
+                            )
+                        continue
+                try:
+                    message = json.loads(raw)
+                except ValueError:
+                    continue
+                if isinstance(message, dict):
+                    self._deliver(lease, lease.peer.from_server(message))
+        except ConnectionClosed:
+            pass
+        finally:
+            if lease.writer is not None:
+                lease.writer.cancel()
+            upstream = lease.upstream
+            if upstream is not None and lease.end_code is None:
+                with contextlib.suppress(TimeoutError):
+                    async with asyncio.timeout(self.config.close_timeout):
+                        await upstream.wait_closed()
+                lease.confirmed = upstream.close_code == 1000 and lease.shutdown_done.is_set()
+                lease.end_code = client_close_for_upstream(upstream.close_code)
+            lease.ended.set()
+            self.perform(self.book.upstream_ended(lease.lease_id))
+            self._leases.pop(lease.lease_id, None)
+
+    async def _connect(self, lease: _Lease) -> ClientConnection | None:
+        from kandev_lsp.broker.route import upstream_url
+
+        try:
+            async with asyncio.timeout(self.config.connect_timeout):
+                return await connect(
+                    upstream_url(lease.execution, lease.query),
+                    additional_headers={"Authorization": f"Bearer {lease.execution.token}"},
+                    max_size=self.config.max_message,
+                    compression=None,
+                    ping_interval=self.config.ping_interval,
+                    close_timeout=self.config.close_timeout,
+                    open_timeout=None,
+                )
+        except (OSError, TimeoutError, InvalidHandshake, InvalidURI) as exc:
+            log_event(log, "upstream_unavailable", logging.WARNING, error=type(exc).__name__)
+            return None
+
+    def _deliver(self, lease: _Lease, out: PeerOutput) -> None:
+        self._to_server(lease, out)
+        if out.shutdown_done:
+            lease.shutdown_done.set()
+        attachment = lease.attachment
+        if attachment is None or not out.to_client:
+            return
+        for message in out.to_client:
+            if not attachment.send(json.dumps(message, ensure_ascii=False, separators=(",", ":"))):
+                # The client stopped reading: detach it (4009), never block the server (K15.10).
+                self._stalled(lease, attachment)
+                return
+
+    def _stalled(self, lease: _Lease, attachment: _Attachment) -> None:
+        if lease.attachment is attachment:
+            lease.attachment = None
+            self._to_server(lease, lease.peer.detach())
+            self.perform(self.book.detach(lease.lease_id, attachment.generation))
+            attachment.close(BrokerCloseCode.CONNECTION_FAILED)
+
+    def _to_server(self, lease: _Lease, out: PeerOutput) -> None:
+        # One queue and one writer per upstream keep the messages in order without blocking the caller.
+        for message in out.to_server:
+            lease.outbox.put_nowait(json.dumps(message, ensure_ascii=False, separators=(",", ":")))
+
+    async def _write_upstream(self, lease: _Lease, upstream: ClientConnection) -> None:
+        try:
+            while True:
+                text = await lease.outbox.get()
+                async with asyncio.timeout(self.config.write_timeout):
+                    await upstream.send(text)
+        except TimeoutError:
+            # serve stopped reading: a transport failure; the reader then ends the lease (4009).
+            upstream.transport.abort()
+        except ConnectionClosed:
+            pass
+
+    async def _stop(self, lease: _Lease, reason: ReleaseReason) -> None:
+        """The LSP part of a stop (shutdown, exit), then serve's close or ours (K16.2)."""
+        if lease.reader is not None and lease.upstream is None and not lease.ended.is_set():
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(self.config.connect_timeout):
+                    while lease.upstream is None and not lease.ended.is_set():
+                        await asyncio.sleep(0.01)
+        upstream = lease.upstream
+        if upstream is None or lease.ended.is_set():
+            if lease.reader is None:
+                self.perform(self.book.upstream_ended(lease.lease_id))
+            return
+        out = lease.peer.begin_stop()
+        self._deliver(lease, out)
+        if not lease.shutdown_done.is_set():
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(self.config.shutdown_timeout):
+                    await lease.shutdown_done.wait()
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(self.config.cleanup_timeout):
+                await lease.ended.wait()  # serve closes after reaping the server that exited
+        if not lease.ended.is_set():
+            await _close_upstream(upstream, self.config.write_timeout)
+
+    # --- shutdown ----------------------------------------------------------------------------------
+
+    async def aclose(self) -> None:
+        """Close every lease (``backend_stop``) and wait for their upstreams (K12.21)."""
+        self.perform(self.book.shutdown())
+        for lease_id in list(self._timers):
+            self._cancel_timer(lease_id)
+        tasks = [
+            task for lease in list(self._leases.values()) for task in (lease.reader, lease.stopper) if task
+        ]
+        if tasks:
+            await asyncio.wait(tasks, timeout=self.config.shutdown_timeout + self.config.cleanup_timeout + 2)
+
+
+def _status_frame(raw: str | bytes) -> dict[str, Any] | None:
+    """serve's status frame (``status``, no ``jsonrpc``), or None for a JSON-RPC message."""
+    try:
+        data = json.loads(raw)
+    except ValueError:
+        return None
+    return data if isinstance(data, dict) and "status" in data and "jsonrpc" not in data else None
+
+
+async def _close(websocket: ServerConnection, code: int, deadline: float) -> None:
+    with contextlib.suppress(TimeoutError):
+        async with asyncio.timeout(deadline):
+            await websocket.close(code, CLOSE_REASONS.get(code, ""))
+    if websocket.state is not State.CLOSED:
+        websocket.transport.abort()
+
+
+async def _close_upstream(upstream: ClientConnection, deadline: float) -> None:
+    with contextlib.suppress(TimeoutError):
+        async with asyncio.timeout(deadline):
+            await upstream.close()
+    if upstream.state is not State.CLOSED:
+        upstream.transport.abort()

@@ -1,0 +1,112 @@
+"""Shared pieces of the route tests: a real ``serve`` with Debian's gopls, a broker, a client, and small
+readers (imported by name: conftest puts this folder on sys.path)."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import shutil
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from kandev_lsp.broker.auth import BearerAuthorizer
+from kandev_lsp.broker.directory import DirectoryError, Execution
+from kandev_lsp.broker.route import BrokerConfig, BrokerServer
+from kandev_lsp.host import PluginHost
+from kandev_lsp.stream.auth import StreamToken
+from kandev_lsp.stream.server import StreamConfig, StreamServer
+from kandev_lsp.taskenv import Task, TaskEnvironment
+from websockets.asyncio.client import ClientConnection, connect
+from websockets.exceptions import ConnectionClosed
+
+BROKER_TOKEN = "broker-test-token-0123456789"
+SERVE_TOKEN = "serve-test-token-0123456789ab"
+TAG = "KANDEV_TEST_TAG"
+GOPLS = shutil.which("gopls", path="/usr/bin")
+
+needs_gopls = pytest.mark.skipif(GOPLS is None, reason="Debian's gopls is not installed")
+
+
+class SpyDirectory:
+    """A directory that counts lookups: proves the authorizer runs first."""
+
+    def __init__(self, executions: dict[str, Execution]) -> None:
+        self.executions = executions
+        self.lookups = 0
+
+    def resolve(self, session_id: str) -> Execution:
+        self.lookups += 1
+        if session_id not in self.executions:
+            raise DirectoryError(4002, "unknown session")
+        return self.executions[session_id]
+
+
+@contextlib.asynccontextmanager
+async def real_serve(tmp_path: Path, tag: str) -> AsyncIterator[StreamServer]:
+    workspace = tmp_path / "workspace"
+    workspace.mkdir(exist_ok=True)
+    (workspace / "go.mod").write_text("module example.com/w\n\ngo 1.19\n")
+    env = TaskEnvironment.from_agent({"HOME": str(tmp_path), "PATH": "/usr/bin:/bin", TAG: tag})
+    server = StreamServer(
+        plugins=PluginHost.load(environ={}),
+        task=Task(str(workspace), env),
+        token=StreamToken(SERVE_TOKEN),
+        config=StreamConfig(close_timeout=2.0),
+    )
+    async with server:
+        yield server
+
+
+def execution_for(url: str, executor: str = "local", execution_id: str = "x1") -> Execution:
+    return Execution(execution_id, executor, url, SERVE_TOKEN, "/work/task")
+
+
+@contextlib.asynccontextmanager
+async def broker(directory: Any, **config: Any) -> AsyncIterator[BrokerServer]:
+    server = BrokerServer(
+        directory=directory,
+        authorizer=BearerAuthorizer(StreamToken(BROKER_TOKEN)),
+        config=BrokerConfig(close_timeout=2.0, **config),
+    )
+    async with server:
+        yield server
+
+
+def client(server: BrokerServer, target: str, token: str | None = BROKER_TOKEN) -> connect:
+    headers = {"Authorization": f"Bearer {token}"} if token else {}
+    return connect(f"{server.url}{target}", additional_headers=headers)
+
+
+async def closed_with(ws: ClientConnection, timeout: float = 10.0) -> tuple[int | None, str | None]:
+    with contextlib.suppress(ConnectionClosed):
+        async with asyncio.timeout(timeout):
+            while True:
+                await ws.recv()
+    return ws.close_code, ws.close_reason
+
+
+async def request(ws: ClientConnection, number: int, method: str, params: Any) -> dict[str, Any]:
+    await ws.send(json.dumps({"jsonrpc": "2.0", "id": number, "method": method, "params": params}))
+    async with asyncio.timeout(20):
+        while True:
+            message = json.loads(await ws.recv())
+            if message.get("id") == number and "method" not in message:
+                return dict(message)
+
+
+async def metrics(server: BrokerServer) -> str:
+    reader, writer = await asyncio.open_connection("127.0.0.1", server.port)
+    writer.write(f"GET /metrics HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {BROKER_TOKEN}\r\n\r\n".encode())
+    head = await reader.readuntil(b"\r\n\r\n")
+    assert head.startswith(b"HTTP/1.1 200"), head
+    length = int(
+        next(line for line in head.split(b"\r\n") if line.lower().startswith(b"content-length")).split(b":")[
+            1
+        ]
+    )
+    body = await reader.readexactly(length)
+    writer.close()
+    return body.decode()

@@ -1,0 +1,167 @@
+"""The route with browser continuity on: leases over a real ``serve`` running Debian's gopls, through real
+127.0.0.1 WebSockets (K12, K14, K16.1, K17.3, K17.4, K19).
+
+The process list is the oracle for "the same server": gopls runs under serve with the test's tag in its
+environment, so its pid is read from /proc, not from anything the broker says.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+from typing import Any
+
+from kandev_lsp.testing import processes_tagged
+from routekit import (
+    TAG,
+    SpyDirectory,
+    broker,
+    client,
+    closed_with,
+    execution_for,
+    metrics,
+    needs_gopls,
+    real_serve,
+    request,
+)
+from websockets.asyncio.client import ClientConnection
+
+pytestmark = needs_gopls
+
+
+def gopls(tag: str) -> list[int]:
+    """The tagged gopls processes (gopls runs `go list` children of its own, which come and go)."""
+    found = []
+    for pid in processes_tagged(TAG, tag):
+        try:
+            with open(f"/proc/{pid}/comm") as handle:
+                if handle.read().strip() == "gopls":
+                    found.append(pid)
+        except OSError:
+            continue
+    return found
+
+
+async def ready(ws: ClientConnection) -> dict[str, Any]:
+    async with asyncio.timeout(20):
+        while True:
+            frame = json.loads(await ws.recv())
+            if frame.get("status") == "ready":
+                return dict(frame)
+
+
+async def frame_with(ws: ClientConnection, key: str) -> dict[str, Any]:
+    """The next broker frame carrying ``key``, skipping the LSP traffic in between."""
+    async with asyncio.timeout(20):
+        while True:
+            frame = json.loads(await ws.recv())
+            if key in frame and "jsonrpc" not in frame:
+                return dict(frame)
+
+
+async def until(predicate: Any, timeout: float = 15.0) -> None:
+    async with asyncio.timeout(timeout):
+        while not predicate():
+            await asyncio.sleep(0.05)
+
+
+async def initialize(ws: ClientConnection, root: str, number: int = 1) -> dict[str, Any]:
+    answer = await request(ws, number, "initialize", {"processId": None, "rootUri": root, "capabilities": {}})
+    await ws.send(json.dumps({"jsonrpc": "2.0", "method": "initialized", "params": {}}))
+    return answer
+
+
+def test_a_reload_comes_back_to_the_same_warm_server_and_stop_is_acknowledged_after_cleanup(
+    tmp_path: Path, tag: str
+) -> None:
+    async def scenario() -> None:
+        async with real_serve(tmp_path, tag) as upstream:
+            directory = SpyDirectory({"s1": execution_for(upstream.url)})
+            async with broker(directory, continuity=True) as server:
+                async with client(server, "/lsp/s1?language=go") as ws:
+                    first = await ready(ws)
+                    assert first["resumed"] is False and first["capabilities"] is None
+                    answer = await initialize(ws, first["workspaceUri"])
+                    pids = gopls(tag)
+                    assert len(pids) == 1
+                # The tab reloads: the server stays, detached.
+                await asyncio.sleep(0.3)
+                assert gopls(tag) == pids
+                assert "lsp_lease_detached 1.0" in await metrics(server)
+                async with client(server, f"/lsp/s1?language=go&lease={first['lease']}") as ws:
+                    again = await ready(ws)
+                    assert again["resumed"] is True and again["lease"] == first["lease"]
+                    assert again["capabilities"] == answer["result"]["capabilities"]
+                    assert again["initialized"] is True and isinstance(again["initializeSentAt"], int)
+                    # A generic client sends initialize again: answered from the retained result.
+                    assert (await initialize(ws, first["workspaceUri"], number=9))["result"] == answer[
+                        "result"
+                    ]
+                    assert gopls(tag) == pids  # the same gopls
+                    await ws.send(json.dumps({"control": "stop", "id": "s"}))
+                    ack = await frame_with(ws, "ack")
+                    assert ack == {"ack": "stop", "id": "s", "ok": True, "confirmed": True}
+                    assert gopls(tag) == []  # reaped before the ack
+                    assert await closed_with(ws) == (1000, "")
+                text = await metrics(server)
+                assert 'lsp_lease_released_total{reason="stop"} 1.0' in text
+                assert "lsp_lease_active 0.0" in text
+
+    asyncio.run(scenario())
+
+
+def test_two_windows_keep_two_leases_and_a_full_cap_of_attached_leases_is_4005(
+    tmp_path: Path, tag: str
+) -> None:
+    async def scenario() -> None:
+        async with real_serve(tmp_path, tag) as upstream:
+            directory = SpyDirectory({"s1": execution_for(upstream.url)})
+            async with (
+                broker(directory, continuity=True, capacity=2) as server,
+                client(server, "/lsp/s1?language=go") as one,
+            ):
+                lease = (await ready(one))["lease"]
+                # A duplicated tab carrying the same hint gets its own lease (K12.10).
+                async with client(server, f"/lsp/s1?language=go&lease={lease}") as two:
+                    other = await ready(two)
+                    assert other["lease"] != lease and other["resumed"] is False
+                    await until(lambda: len(gopls(tag)) == 2)
+                    async with client(server, "/lsp/s1?language=go") as three:
+                        assert await closed_with(three) == (4005, "too many language servers")
+                    assert len(gopls(tag)) == 2  # nothing started for the third
+            await until(lambda: gopls(tag) == [])  # broker shutdown: backend_stop
+
+    asyncio.run(scenario())
+
+
+def test_eviction_releases_the_least_recently_detached_lease_and_expiry_ends_the_rest(
+    tmp_path: Path, tag: str
+) -> None:
+    async def scenario() -> None:
+        async with real_serve(tmp_path, tag) as upstream:
+            directory = SpyDirectory(
+                {"s1": execution_for(upstream.url), "s2": execution_for(upstream.url, execution_id="x2")}
+            )
+            async with broker(directory, continuity=True, capacity=1, detach_timeout=1.5) as server:
+                async with client(server, "/lsp/s1?language=go") as ws:
+                    await ready(ws)
+                    await until(lambda: len(gopls(tag)) == 1)
+                    old = gopls(tag)
+                async with client(server, "/lsp/s2?language=go") as ws:  # another execution: no claim
+                    fresh = await ready(ws)
+                    assert fresh["resumed"] is False
+                    await until(lambda: len(gopls(tag)) == 1 and gopls(tag) != old)
+                text = await metrics(server)
+                assert "lsp_lease_evicted_total 1.0" in text
+                assert 'lsp_lease_released_total{reason="capacity"} 1.0' in text
+                # Left detached: the shortened hour passes and the server goes (detached_timeout).
+                await until(lambda: gopls(tag) == [], timeout=15)
+                async with asyncio.timeout(10):  # the release follows serve's close, after the reaping
+                    while 'lsp_lease_released_total{reason="detached_timeout"} 1.0' not in await metrics(
+                        server
+                    ):
+                        await asyncio.sleep(0.05)
+                assert "lsp_lease_active 0.0" in await metrics(server)
+
+    asyncio.run(scenario())
