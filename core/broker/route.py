@@ -19,6 +19,7 @@ import contextlib
 import json
 import logging
 import time
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from http import HTTPStatus
 from typing import Any
@@ -28,7 +29,7 @@ from kandev_lsp.broker.auth import Authorizer, CallerRequest
 from kandev_lsp.broker.closecodes import CLOSE_REASONS, BrokerCloseCode, proxy_close_for_upstream
 from kandev_lsp.broker.config import DEFAULT_DETACH_TIMEOUT, DEFAULT_MAX_CONNECTIONS
 from kandev_lsp.broker.contract import BadBrokerRequest, BrokerQuery, parse_broker_path, parse_broker_query
-from kandev_lsp.broker.directory import DirectoryError, Execution, ExecutionDirectory
+from kandev_lsp.broker.directory import DirectoryError, Execution, ExecutionDirectory, replaced_executions
 from kandev_lsp.broker.lease_mode import LeaseMode, LeaseModeConfig
 from kandev_lsp.broker.leases import LeaseBook, LeaseConfig, LeaseCounts, ReleaseReason
 from kandev_lsp.broker.metrics import CONTENT_TYPE, BrokerMetrics
@@ -64,6 +65,9 @@ class BrokerConfig:
     detach_timeout: float = DEFAULT_DETACH_TIMEOUT
     shutdown_timeout: float = 5.0
     cleanup_timeout: float = 10.0
+    #: Lease mode: how often a directory that can list its executions is checked for replaced or
+    #: removed ones, whose leases then end with ``runtime_stop`` (K12.6).
+    directory_poll_interval: float = 1.5
 
 
 def _json_response(connection: ServerConnection, status: HTTPStatus, data: dict[str, Any]) -> Response:
@@ -92,6 +96,7 @@ class BrokerServer:
         self._authorizer = authorizer
         self._server: Server | None = None
         self._proxied = 0
+        self._watcher: asyncio.Task[None] | None = None
         self.leases: LeaseMode | None = None
         if self.config.continuity:  # the lease manager exists only with the switch on (K18.2)
             book = LeaseBook(
@@ -129,7 +134,22 @@ class BrokerServer:
             close_timeout=self.config.close_timeout,
             server_header=None,
         )
+        listing = getattr(self._directory, "executions", None)
+        if self.leases is not None and callable(listing):
+            self._watcher = asyncio.create_task(self._watch_directory(listing))
         log_event(log, "broker_listening", url=self.url, continuity=int(self.config.continuity))
+
+    async def _watch_directory(self, listing: Callable[[], Mapping[str, Execution]]) -> None:
+        """End the leases of executions that were replaced or removed from the directory (K12.6)."""
+        assert self.leases is not None
+        known = dict(listing())
+        while True:
+            await asyncio.sleep(self.config.directory_poll_interval)
+            current = dict(listing())
+            for execution in sorted(replaced_executions(known, current)):
+                log_event(log, "execution_gone", executor=known[execution].executor)
+                self.leases.perform(self.leases.book.close_execution(execution))
+            known = current
 
     async def __aenter__(self) -> BrokerServer:
         await self.start()
@@ -141,6 +161,10 @@ class BrokerServer:
     async def aclose(self) -> None:
         """Close every lease (``backend_stop``) and every client with 1001; each proxied upstream is then
         closed, which stops its server."""
+        if self._watcher is not None:
+            self._watcher.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._watcher
         if self.leases is not None:
             await self.leases.aclose()
         if self._server is not None:

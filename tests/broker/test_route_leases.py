@@ -12,8 +12,10 @@ import json
 from pathlib import Path
 from typing import Any
 
+from kandev_lsp.broker.directory import FileExecutionDirectory
 from kandev_lsp.testing import processes_tagged
 from routekit import (
+    SERVE_TOKEN,
     TAG,
     SpyDirectory,
     broker,
@@ -163,5 +165,26 @@ def test_eviction_releases_the_least_recently_detached_lease_and_expiry_ends_the
                     ):
                         await asyncio.sleep(0.05)
                 assert "lsp_lease_active 0.0" in await metrics(server)
+
+    asyncio.run(scenario())
+
+
+def test_an_execution_removed_from_the_directory_ends_its_leases_with_4002(tmp_path: Path, tag: str) -> None:
+    async def scenario() -> None:
+        async with real_serve(tmp_path, tag) as upstream:
+            path = tmp_path / "directory.json"
+            entry = {"executor": "local", "streamUrl": upstream.url, "token": SERVE_TOKEN, "workspace": "/w"}
+            path.write_text(json.dumps({"sessions": {"s1": "x1"}, "executions": {"x1": entry}}))
+            directory = FileExecutionDirectory(path)
+            async with broker(directory, continuity=True, directory_poll_interval=0.1) as server:
+                async with client(server, "/lsp/s1?language=go") as ws:
+                    await ready(ws)
+                    await until(lambda: len(gopls(tag)) == 1)
+                    path.write_text(json.dumps({"sessions": {}, "executions": {}}))  # the task stopped
+                    assert await closed_with(ws) == (4002, "session unavailable")
+                await until(lambda: gopls(tag) == [])
+                async with asyncio.timeout(10):
+                    while 'lsp_lease_released_total{reason="runtime_stop"} 1.0' not in await metrics(server):
+                        await asyncio.sleep(0.05)
 
     asyncio.run(scenario())
