@@ -16,7 +16,6 @@ hundred processes); elsewhere it asks psutil. The selection itself is a pure fun
 from __future__ import annotations
 
 import os
-import secrets
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -48,8 +47,12 @@ class ProcInfo:
 
 
 def new_token() -> str:
-    """A fresh owner token (unguessable, so no unrelated process carries it by chance)."""
-    return secrets.token_hex(12)
+    """A fresh owner token (unguessable, so no unrelated process carries it by chance).
+
+    ``os.urandom`` is what ``secrets.token_hex`` reads; importing secrets (hmac, hashlib, random) cost
+    every ``kandev-lsp run`` before its server could be spawned.
+    """
+    return os.urandom(12).hex()
 
 
 def marked_environment(variables: Mapping[str, str], token: str, *, windows: bool) -> dict[str, str]:

@@ -30,12 +30,13 @@ def test_lazy_module_imports_on_first_attribute_use_once(
 
 
 def test_the_run_path_does_not_import_psutil() -> None:
-    """psutil only stops process trees: importing it before the spawn made every editor wait for it."""
+    """psutil only stops process trees, secrets (hmac, hashlib, random) was one call to os.urandom:
+    importing them before the spawn made every editor wait for them."""
     probe = (
         "import sys\n"
         "import kandev_lsp.cli.run, kandev_lsp.process, kandev_lsp.session, kandev_lsp.settings\n"
         "import kandev_lsp.stream.bridge, kandev_lsp.stream.stdio\n"
-        "print(sorted(m for m in ('psutil', 'platformdirs') if m in sys.modules))"
+        "print(sorted(m for m in ('psutil', 'platformdirs', 'secrets', 'random') if m in sys.modules))"
     )
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
