@@ -23,6 +23,7 @@ URIs and 0-based positions in its own encoding. :func:`build_locations` turns th
 from __future__ import annotations
 
 import json
+import json.encoder
 import textwrap
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -55,11 +56,16 @@ DEFAULT_MAX_CHARS: Final = 60_000
 #: A snippet line longer than this is cut to a window around the match.
 SNIPPET_LINE_CHARS: Final = 240
 _BEFORE_MATCH: Final = 80
+#: JSON's string encoder (C-accelerated), as ``json.dumps(..., ensure_ascii=False)`` uses it.
+_encode_string: Final = json.encoder.encode_basestring
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class RawLocation:
-    """One server location: its URI, the range to point at, and the declaration's range if known."""
+    """One server location: its URI, the range to point at, and the declaration's range if known.
+
+    A value (nothing mutates it), not ``frozen``: one is built per location of a large answer.
+    """
 
     uri: str
     range: dict[str, Any]
@@ -220,7 +226,21 @@ def build_locations(
 
 
 def _size(entry: dict[str, Any]) -> int:
-    return len(json.dumps(entry, ensure_ascii=False)) + 2
+    """Characters of ``entry`` in the result's JSON (``json.dumps`` layout), plus its separator.
+
+    Computed without encoding the whole dict: keys and strings through the C string encoder, numbers
+    and booleans by their text, which is as long as JSON's (``True``/``true``, ``None``/``null``).
+    """
+    size = 2 + 2 + 2 * max(len(entry) - 1, 0)  # braces, the ", " before the next entry, ", " between items
+    for key, value in entry.items():
+        size += len(_encode_string(key)) + 2  # "key": value
+        if isinstance(value, str):
+            size += len(_encode_string(value))
+        elif isinstance(value, bool | int | float) or value is None:
+            size += len(str(value))
+        else:
+            size += len(json.dumps(value, ensure_ascii=False))
+    return size
 
 
 def _location(

@@ -82,11 +82,12 @@ def _root_ids(paths: Sequence[str], ids: Sequence[str] | None) -> list[str]:
 
 
 def _inside(path: str, folder: str) -> bool:
+    """Whether normalised absolute ``path`` is ``folder`` or below it (a string test: no I/O)."""
     path, folder = os.path.normcase(path), os.path.normcase(folder)
-    try:
-        return os.path.commonpath([path, folder]) == folder
-    except ValueError:  # different drives on Windows
-        return False
+    if path == folder:
+        return True
+    prefix = folder if folder.endswith(os.sep) else folder + os.sep
+    return path.startswith(prefix)
 
 
 class Workspace:
@@ -231,8 +232,7 @@ class Workspace:
         real = os.path.realpath(path)
         for root in self._by_depth:
             if _inside(real, root.path):
-                relative = os.path.relpath(real, root.path).replace(os.sep, "/")
-                relative = "" if relative == "." else relative
+                relative = real[len(root.path) :].lstrip(os.sep).replace(os.sep, "/")
                 if self.multi_root:
                     display = f"{root.id}/{relative}" if relative else root.id
                 else:

@@ -250,3 +250,18 @@ def test_text_cache_reads_each_file_once_and_prefers_the_overlay(workspace: Work
     assert cache.document(other) is first  # one operation sees one text
     assert TextCache().document(other).line(0) == "changed"  # type: ignore[union-attr]
     assert TextCache(max_bytes=4).document(other) is None
+
+
+@pytest.mark.parametrize(
+    "entry",
+    [
+        {},
+        {"line": 1},
+        {"line": 12, "column": 3, "endColumn": 9, "snippet": 'say "hi" \\ é 😀\tx\u2028', "flag": True},
+        {"nothing": None, "ratio": 1.5, "no": False, "list": [1, {"a": "b"}], "body": "l1\nl2"},
+    ],
+)
+def test_the_size_of_an_entry_is_its_json_length(entry: dict[str, Any]) -> None:
+    from kandev_lsp.intel.output import _size
+
+    assert _size(entry) == len(json.dumps(entry, ensure_ascii=False)) + 2
