@@ -15,7 +15,8 @@ Rooms, each a small module with one concern:
 * :mod:`~kandev_lsp.intel.notices`: actionable notices for a language without a server (B8.9-B8.10);
 * :mod:`~kandev_lsp.intel.schemas`, :mod:`~kandev_lsp.intel.validation`, :mod:`~kandev_lsp.intel.arguments`,
   :mod:`~kandev_lsp.intel.dispatch`: the six read tools' schemas and ``dispatch(op, payload, ctx)`` (B2);
-* :mod:`~kandev_lsp.intel.summaries`: one-line result summaries (B9.4).
+* :mod:`~kandev_lsp.intel.summaries`: one-line result summaries (B9.4);
+* :mod:`~kandev_lsp.intel.api`: :class:`CodeIntel`, typed helpers over dispatch for Python callers.
 
 Nothing here talks to a server: server answers come in as plain values or through async callables, so
 every rule is tested with plain values. The step that wires the tools to managed servers implements

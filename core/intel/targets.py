@@ -105,6 +105,19 @@ class Target:
             match_text=match_text,
         )
 
+    def to_json(self) -> dict[str, Any]:
+        """The payload form (what a tool call sends), without unset fields."""
+        fields = {
+            "path": self.path,
+            "rootId": self.root_id,
+            "symbol": self.symbol,
+            "kind": self.kind,
+            "line": self.line,
+            "column": self.column,
+            "matchText": self.match_text,
+        }
+        return {key: value for key, value in fields.items() if value is not None}
+
 
 @dataclass(frozen=True, slots=True)
 class ResolvedTarget:

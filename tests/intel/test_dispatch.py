@@ -431,3 +431,36 @@ def test_results_get_ok_and_a_summary_and_lose_auto_approve_all() -> None:
 )
 def test_summaries(tool: str, result: dict[str, Any], summary: str) -> None:
     assert summarize(tool, result) == summary
+
+
+def test_typed_helpers_send_the_payloads_a_client_would() -> None:
+    from kandev_lsp.intel.api import CodeIntel
+
+    recorder = Recorder()
+    api = CodeIntel(Dispatcher(recorder))
+    target = Target("a.ts", root_id="web", symbol="Parser.parse", kind="method")
+
+    async def main() -> list[dict[str, Any]]:
+        return [
+            await api.symbols("a.ts", limit=5),
+            await api.navigate(target, "references", include_body=True, context=2, first_match=True),
+            await api.hierarchy(Target("a.ts", line=3, match_text="x"), "callers", depth=2),
+            await api.hover(Target("a.ts", line=3, column=4)),
+            await api.diagnostics(
+                root_id="web", severity="error", activate_workspace=True, activation_limit=9
+            ),
+            await api.inlay_hints("a.py", lines=(2, 4), limit=7),
+            await api.navigate(Target("a.ts"), "definition"),  # no symbol, no line: refused by dispatch
+        ]
+
+    results = asyncio.run(main())
+    assert [r["ok"] for r in results] == [True] * 6 + [False]
+    assert recorder.calls == [
+        ("symbols", SymbolsArgs("a.ts", None, None, 5)),
+        ("navigate", NavigateArgs(target, "references", True, 100, 2, True)),
+        ("hierarchy", HierarchyArgs(Target("a.ts", line=3, match_text="x"), "callers", 2)),
+        ("hover", HoverArgs(Target("a.ts", line=3, column=4))),
+        ("diagnostics", DiagnosticsArgs(None, "web", "error", 100, True, 9)),
+        ("inlay_hints", InlayHintsArgs("a.py", None, (2, 4), 7)),
+    ]
+    assert target.to_json() == {"path": "a.ts", "rootId": "web", "symbol": "Parser.parse", "kind": "method"}

@@ -1,0 +1,123 @@
+"""Typed helpers over :meth:`Dispatcher.dispatch` for Python callers (issue 9, "typed helpers on top").
+
+Each method builds the same JSON payload an MCP client would send and goes through the same dispatch:
+the same validation, the same ``ok`` / ``error`` results and summaries. Nothing here bypasses a rule.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from kandev_lsp.intel.dispatch import Dispatcher, IntelContext
+from kandev_lsp.intel.targets import Target
+
+__all__ = ["CodeIntel", "HierarchyKind", "NavigateKind", "Severity"]
+
+NavigateKind = Literal["definition", "typeDefinition", "declaration", "implementation", "references"]
+HierarchyKind = Literal["callers", "callees", "supertypes", "subtypes"]
+Severity = Literal["error", "warning", "info", "hint"]
+
+
+def _payload(**fields: Any) -> dict[str, Any]:
+    return {key: value for key, value in fields.items() if value is not None}
+
+
+class CodeIntel:
+    """The six read tools as async methods; each returns the tool's result dict."""
+
+    def __init__(self, dispatcher: Dispatcher) -> None:
+        self.dispatcher = dispatcher
+
+    async def symbols(
+        self,
+        path: str | None = None,
+        *,
+        query: str | None = None,
+        root_id: str | None = None,
+        limit: int | None = None,
+        ctx: IntelContext | None = None,
+    ) -> dict[str, Any]:
+        """A file's outline (``path``), workspace symbols (``query``), or the file's symbols matching."""
+        payload = _payload(path=path, query=query, rootId=root_id, limit=limit)
+        return await self.dispatcher.dispatch("symbols", payload, ctx)
+
+    async def navigate(
+        self,
+        target: Target,
+        kind: NavigateKind,
+        *,
+        include_body: bool | None = None,
+        limit: int | None = None,
+        context: int | None = None,
+        first_match: bool | None = None,
+        ctx: IntelContext | None = None,
+    ) -> dict[str, Any]:
+        """Definitions, declarations, implementations or references of ``target``."""
+        payload = _payload(
+            target=target.to_json(),
+            kind=kind,
+            includeBody=include_body,
+            limit=limit,
+            context=context,
+            firstMatch=first_match,
+        )
+        return await self.dispatcher.dispatch("navigate", payload, ctx)
+
+    async def hierarchy(
+        self,
+        target: Target,
+        kind: HierarchyKind,
+        *,
+        depth: int | None = None,
+        limit: int | None = None,
+        first_match: bool | None = None,
+        ctx: IntelContext | None = None,
+    ) -> dict[str, Any]:
+        """Callers, callees, supertypes or subtypes of ``target``, up to ``depth`` levels."""
+        payload = _payload(
+            target=target.to_json(), kind=kind, depth=depth, limit=limit, firstMatch=first_match
+        )
+        return await self.dispatcher.dispatch("hierarchy", payload, ctx)
+
+    async def hover(
+        self, target: Target, *, first_match: bool | None = None, ctx: IntelContext | None = None
+    ) -> dict[str, Any]:
+        """Type, signature and documentation of ``target``."""
+        payload = _payload(target=target.to_json(), firstMatch=first_match)
+        return await self.dispatcher.dispatch("hover", payload, ctx)
+
+    async def diagnostics(
+        self,
+        path: str | None = None,
+        *,
+        root_id: str | None = None,
+        severity: Severity | None = None,
+        limit: int | None = None,
+        activate_workspace: bool | None = None,
+        activation_limit: int | None = None,
+        ctx: IntelContext | None = None,
+    ) -> dict[str, Any]:
+        """Diagnostics of a file, a root or the workspace."""
+        payload = _payload(
+            path=path,
+            rootId=root_id,
+            severity=severity,
+            limit=limit,
+            activateWorkspace=activate_workspace,
+            activationLimit=activation_limit,
+        )
+        return await self.dispatcher.dispatch("diagnostics", payload, ctx)
+
+    async def inlay_hints(
+        self,
+        path: str,
+        *,
+        root_id: str | None = None,
+        lines: tuple[int, int] | None = None,
+        limit: int | None = None,
+        ctx: IntelContext | None = None,
+    ) -> dict[str, Any]:
+        """Inlay hints of a file, or of ``lines`` (1-based, inclusive)."""
+        span = {"startLine": lines[0], "endLine": lines[1]} if lines is not None else None
+        payload = _payload(path=path, rootId=root_id, range=span, limit=limit)
+        return await self.dispatcher.dispatch("inlay_hints", payload, ctx)
