@@ -20,6 +20,7 @@ from kandev_lsp.stream.auth import StreamToken
 from kandev_lsp.stream.server import StreamConfig, StreamServer
 from kandev_lsp.taskenv import Task, TaskEnvironment
 from websockets.asyncio.client import ClientConnection, connect
+from websockets.asyncio.server import ServerConnection, serve
 from websockets.exceptions import ConnectionClosed
 
 BROKER_TOKEN = "broker-test-token-0123456789"
@@ -110,3 +111,33 @@ async def metrics(server: BrokerServer) -> str:
     body = await reader.readexactly(length)
     writer.close()
     return body.decode()
+
+
+@contextlib.asynccontextmanager
+async def fake_upstream(behaviour: str) -> AsyncIterator[str]:
+    """A stand-in for serve, for faults a real one does not produce on demand. It sends ``ready``, then:
+    ``drop`` drops the TCP connection after the first message (no close frame: 1006); a number closes
+    with that code after the first message; ``lsp`` closes with 1000 when it receives ``exit`` (a
+    server that exits when asked) and ignores everything else."""
+
+    async def handler(ws: ServerConnection) -> None:
+        await ws.send(
+            json.dumps(
+                {"status": "ready", "language": "go", "workspacePath": "/w", "workspaceUri": "file:///w"}
+            )
+        )
+        if behaviour == "lsp":
+            async for raw in ws:
+                if json.loads(raw).get("method") == "exit":
+                    await ws.close(1000, "")
+                    return
+            return
+        await ws.recv()
+        if behaviour == "drop":
+            ws.transport.abort()
+        else:
+            await ws.close(int(behaviour), "server stopped")
+
+    async with serve(handler, "127.0.0.1", 0) as server:
+        port = server.sockets[0].getsockname()[1]
+        yield f"ws://127.0.0.1:{port}/api/v1/lsp/stream"

@@ -12,6 +12,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pytest
 from kandev_lsp.broker.directory import FileExecutionDirectory
 from kandev_lsp.testing import processes_tagged
 from routekit import (
@@ -22,6 +23,7 @@ from routekit import (
     client,
     closed_with,
     execution_for,
+    fake_upstream,
     metrics,
     needs_gopls,
     real_serve,
@@ -186,5 +188,83 @@ def test_an_execution_removed_from_the_directory_ends_its_leases_with_4002(tmp_p
                 async with asyncio.timeout(10):
                     while 'lsp_lease_released_total{reason="runtime_stop"} 1.0' not in await metrics(server):
                         await asyncio.sleep(0.05)
+
+    asyncio.run(scenario())
+
+
+# --- faults and control frames (fakes for what a real serve does not do on demand) -----------------
+
+
+@pytest.mark.parametrize(
+    ("behaviour", "code"),
+    [("drop", 4009), ("4006", 4006), ("1001", 4002), ("1011", 4009), ("4008", 4008)],
+)
+def test_an_upstream_that_ends_maps_to_the_clients_close_and_releases_once(behaviour: str, code: int) -> None:
+    async def scenario() -> None:
+        async with fake_upstream(behaviour) as url:
+            directory = SpyDirectory({"s1": execution_for(url)})
+            async with (
+                broker(directory, continuity=True) as server,
+                client(server, "/lsp/s1?language=go") as ws,
+            ):
+                await ready(ws)
+                await ws.send(json.dumps({"jsonrpc": "2.0", "method": "initialized", "params": {}}))
+                assert (await closed_with(ws))[0] == code
+                async with asyncio.timeout(10):
+                    while 'lsp_lease_released_total{reason="server_exit"} 1.0' not in await metrics(server):
+                        await asyncio.sleep(0.05)
+                assert "lsp_lease_active 0.0" in await metrics(server)
+
+    asyncio.run(scenario())
+
+
+def test_control_frames_are_acknowledged_and_unknown_ones_refused() -> None:
+    async def scenario() -> None:
+        async with fake_upstream("lsp") as url:
+            directory = SpyDirectory({"s1": execution_for(url)})
+            async with (
+                broker(directory, continuity=True) as server,
+                client(server, "/lsp/s1?language=go") as ws,
+            ):
+                await ready(ws)
+                await ws.send(json.dumps({"control": "attachment-ready", "id": 1}))
+                assert await frame_with(ws, "ack") == {"ack": "attachment-ready", "id": 1, "ok": True}
+                await ws.send(json.dumps({"control": "reboot", "id": 2}))
+                assert await frame_with(ws, "ack") == {
+                    "ack": "reboot",
+                    "id": 2,
+                    "ok": False,
+                    "error": "unknown_control",
+                }
+                await ws.send(json.dumps({"control": "release", "reason": "editor_idle", "id": 3}))
+                ack = await frame_with(ws, "ack")
+                assert ack == {
+                    "ack": "release",
+                    "id": 3,
+                    "ok": True,
+                    "confirmed": True,
+                }  # the fake exits on `exit`
+                assert await closed_with(ws) == (1000, "")
+                assert 'lsp_lease_released_total{reason="editor_idle"} 1.0' in await metrics(server)
+
+    asyncio.run(scenario())
+
+
+def test_a_full_cap_evicts_a_detached_lease_and_the_newcomer_starts_after_its_cleanup() -> None:
+    async def scenario() -> None:
+        async with fake_upstream("lsp") as url:
+            directory = SpyDirectory({"s1": execution_for(url), "s2": execution_for(url, execution_id="x2")})
+            async with broker(directory, continuity=True, capacity=1) as server:
+                async with client(server, "/lsp/s1?language=go") as ws:
+                    first = await ready(ws)
+                async with client(server, "/lsp/s2?language=go") as ws:
+                    second = await ready(ws)
+                    assert second["lease"] != first["lease"] and second["resumed"] is False
+                text = await metrics(server)
+                assert "lsp_lease_evicted_total 1.0" in text
+                assert 'lsp_lease_released_total{reason="capacity"} 1.0' in text
+                async with client(server, f"/lsp/s1?language=go&lease={first['lease']}") as ws:
+                    # The evicted hint is a fresh start (K12.15), after evicting the second lease in turn.
+                    assert (await ready(ws))["resumed"] is False
 
     asyncio.run(scenario())

@@ -8,9 +8,7 @@ connection drops without a close frame, and one that closes with a given code.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -27,13 +25,13 @@ from routekit import (
     client,
     closed_with,
     execution_for,
+    fake_upstream,
     metrics,
     needs_gopls,
     real_serve,
     request,
 )
 from websockets.asyncio.client import connect
-from websockets.asyncio.server import ServerConnection, serve
 from websockets.exceptions import InvalidStatus
 
 # --- the proxy end to end ----------------------------------------------------------------------------
@@ -182,21 +180,6 @@ def test_a_full_cap_closes_the_next_client_with_4005_and_metrics_show_the_slot(
 
 
 # --- upstream faults (fakes: a real serve will not drop its TCP connection on demand) -----------------
-
-
-@contextlib.asynccontextmanager
-async def fake_upstream(behaviour: str) -> AsyncIterator[str]:
-    async def handler(ws: ServerConnection) -> None:
-        await ws.send(json.dumps({"status": "ready", "language": "go"}))
-        await ws.recv()
-        if behaviour == "drop":
-            ws.transport.abort()  # no close frame: the broker sees 1006
-        else:
-            await ws.close(int(behaviour), "server stopped")
-
-    async with serve(handler, "127.0.0.1", 0) as server:
-        port = server.sockets[0].getsockname()[1]
-        yield f"ws://127.0.0.1:{port}/api/v1/lsp/stream"
 
 
 @pytest.mark.parametrize(
