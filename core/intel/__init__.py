@@ -9,6 +9,7 @@ Rooms, each a small module with one concern:
 * :mod:`~kandev_lsp.intel.output`: locations, snippets, bodies and size budgets (B §4, B5);
 * :mod:`~kandev_lsp.intel.outline`, :mod:`~kandev_lsp.intel.hints`, :mod:`~kandev_lsp.intel.problems`:
   what code_symbols, code_inlay_hints and code_diagnostics show (B6.1-B6.2, B6.30-B6.31, B6.11-B6.12);
+* :mod:`~kandev_lsp.intel.snapshots`: diagnostic snapshots: status, freshness, versions, coverage (B6.12-B6.13);
 * :mod:`~kandev_lsp.intel.hover`: hover and signature help as plain text (B5.6, B6.10);
 * :mod:`~kandev_lsp.intel.graph`: code_hierarchy's bounded traversal (B6.5-B6.8, B8.13);
 * :mod:`~kandev_lsp.intel.executor`: provider outcomes inside one deadline (B8.1-B8.4, B8.7);
