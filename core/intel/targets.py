@@ -304,8 +304,8 @@ def _resolve_symbol(
         more = f" (first {len(shown)} listed)" if len(matches) > len(shown) else ""
         raise AmbiguousTarget(
             f"{len(matches)} symbols match {query!r} in {document.file.display}{more}: call again with "
-            "target.symbol set to one candidate's id, or add target.kind or target.line"
-            + ("" if first_match else ", or pass firstMatch: true to take the first"),
+            "target.symbol set to one candidate's id, or add target.kind or target.line, or pass "
+            "firstMatch: true to take the first (reads only)",
             [symbol_candidate(entry, document) for entry in shown],
         )
     entry = matches[0]
