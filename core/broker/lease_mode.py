@@ -62,6 +62,7 @@ from kandev_lsp.broker.leases import (
 )
 from kandev_lsp.broker.logs import log_transitions
 from kandev_lsp.broker.peer import ConfigurationAnswerer, LeasePeer, PeerOutput
+from kandev_lsp.protocol.jsonrpc import notification
 from kandev_lsp.session import log_event
 from websockets.asyncio.client import ClientConnection, connect
 from websockets.asyncio.server import ServerConnection
@@ -179,6 +180,8 @@ class _Lease:
         self.outbox: asyncio.Queue[str] = asyncio.Queue()
         self.writer: asyncio.Task[None] | None = None
         self.confirmed = False
+        self.exit_sent = False
+        self.closed_by_broker = False
         self.control_id: str | int | None = None
 
 
@@ -436,7 +439,10 @@ class LeaseMode:
                 with contextlib.suppress(TimeoutError):
                     async with asyncio.timeout(self.config.close_timeout):
                         await upstream.wait_closed()
-                lease.confirmed = upstream.close_code == 1000 and lease.shutdown_done.is_set()
+                # serve closes 1000 by itself only once the server exited and its tree was reaped.
+                lease.confirmed = (
+                    lease.exit_sent and not lease.closed_by_broker and upstream.close_code == 1000
+                )
                 lease.end_code = client_close_for_upstream(upstream.close_code)
             lease.ended.set()
             self.perform(self.book.upstream_ended(lease.lease_id))
@@ -515,10 +521,14 @@ class LeaseMode:
             with contextlib.suppress(TimeoutError):
                 async with asyncio.timeout(self.config.shutdown_timeout):
                     await lease.shutdown_done.wait()
+        if not lease.shutdown_done.is_set():  # no answer within the bound: `exit` all the same (K16.2)
+            self._to_server(lease, PeerOutput(to_server=[notification("exit")]))
+        lease.exit_sent = True
         with contextlib.suppress(TimeoutError):
             async with asyncio.timeout(self.config.cleanup_timeout):
                 await lease.ended.wait()  # serve closes after reaping the server that exited
         if not lease.ended.is_set():
+            lease.closed_by_broker = True  # serve then stops the tree, but nobody confirms it
             await _close_upstream(upstream, self.config.write_timeout)
 
     # --- shutdown ----------------------------------------------------------------------------------

@@ -76,9 +76,9 @@ async def broker(directory: Any, **config: Any) -> AsyncIterator[BrokerServer]:
         yield server
 
 
-def client(server: BrokerServer, target: str, token: str | None = BROKER_TOKEN) -> connect:
+def client(server: BrokerServer, target: str, token: str | None = BROKER_TOKEN, **options: Any) -> connect:
     headers = {"Authorization": f"Bearer {token}"} if token else {}
-    return connect(f"{server.url}{target}", additional_headers=headers)
+    return connect(f"{server.url}{target}", additional_headers=headers, **options)
 
 
 async def closed_with(ws: ClientConnection, timeout: float = 10.0) -> tuple[int | None, str | None]:
@@ -117,20 +117,38 @@ async def metrics(server: BrokerServer) -> str:
 async def fake_upstream(behaviour: str) -> AsyncIterator[str]:
     """A stand-in for serve, for faults a real one does not produce on demand. It sends ``ready``, then:
     ``drop`` drops the TCP connection after the first message (no close frame: 1006); a number closes
-    with that code after the first message; ``lsp`` closes with 1000 when it receives ``exit`` (a
-    server that exits when asked) and ignores everything else."""
+    with that code after the first message; ``lsp`` answers ``initialize`` and ``shutdown`` and closes
+    with 1000 when it
+    receives ``exit`` (a server that exits when asked); ``install`` is ``lsp`` after half a second of
+    install frames, cancelled (1001) by any frame that arrives meanwhile, as serve does; ``flood`` is
+    ``lsp`` after 64 notifications of 1 MiB; ``deaf`` is ``lsp`` that never answers ``shutdown``."""
 
     async def handler(ws: ServerConnection) -> None:
-        await ws.send(
-            json.dumps(
-                {"status": "ready", "language": "go", "workspacePath": "/w", "workspaceUri": "file:///w"}
-            )
-        )
-        if behaviour == "lsp":
+        if behaviour == "install":
+            await ws.send(json.dumps({"status": "installing", "language": "go"}))
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(0.5):
+                    await ws.recv()
+                    await ws.close(1001, "going away")
+                    return
+            await ws.send(json.dumps({"status": "installed", "language": "go"}))
+        ready = {"status": "ready", "language": "go", "workspacePath": "/w", "workspaceUri": "file:///w"}
+        await ws.send(json.dumps(ready))
+        if behaviour == "flood":
+            log = {"type": 3, "message": "x" * (1024 * 1024)}
+            for _ in range(64):
+                await ws.send(json.dumps({"jsonrpc": "2.0", "method": "window/logMessage", "params": log}))
+        if behaviour in ("lsp", "install", "flood", "deaf"):
             async for raw in ws:
-                if json.loads(raw).get("method") == "exit":
+                message = json.loads(raw)
+                if message.get("method") == "exit":
                     await ws.close(1000, "")
                     return
+                if message.get("method") == "shutdown" and behaviour != "deaf":
+                    await ws.send(json.dumps({"jsonrpc": "2.0", "id": message["id"], "result": None}))
+                if message.get("method") == "initialize":
+                    answer = {"jsonrpc": "2.0", "id": message["id"], "result": {"capabilities": {}}}
+                    await ws.send(json.dumps(answer))
             return
         await ws.recv()
         if behaviour == "drop":
@@ -138,6 +156,6 @@ async def fake_upstream(behaviour: str) -> AsyncIterator[str]:
         else:
             await ws.close(int(behaviour), "server stopped")
 
-    async with serve(handler, "127.0.0.1", 0) as server:
+    async with serve(handler, "127.0.0.1", 0, max_size=None) as server:
         port = server.sockets[0].getsockname()[1]
         yield f"ws://127.0.0.1:{port}/api/v1/lsp/stream"

@@ -268,3 +268,64 @@ def test_a_full_cap_evicts_a_detached_lease_and_the_newcomer_starts_after_its_cl
                     assert (await ready(ws))["resumed"] is False
 
     asyncio.run(scenario())
+
+
+def test_a_client_that_stops_reading_is_detached_with_4009_and_the_lease_lives_on() -> None:
+    async def scenario() -> None:
+        async with fake_upstream("flood") as url:
+            directory = SpyDirectory({"s1": execution_for(url)})
+            async with broker(directory, continuity=True, write_timeout=0.5) as server:
+                slow = await client(server, "/lsp/s1?language=go", max_size=None, max_queue=1)
+                first = json.loads(await slow.recv())  # ready; then it stops reading
+                assert first["status"] == "ready"
+                async with asyncio.timeout(20):  # the stall is seen; the server is not touched
+                    while "lsp_lease_detached 1.0" not in await metrics(server):
+                        await asyncio.sleep(0.05)
+                slow.transport.abort()
+                async with client(server, f"/lsp/s1?language=go&lease={first['lease']}", max_size=None) as ws:
+                    again = await ready(ws)
+                    assert again["lease"] == first["lease"]  # the same lease, hence the same server
+                    assert "lsp_lease_active 1.0" in await metrics(server)
+                assert 'lsp_lease_released_total{reason="server_exit"} 0.0' in await metrics(server)
+
+    asyncio.run(scenario())
+
+
+def test_client_frames_wait_for_the_install_and_a_detach_during_it_leaves_it_running() -> None:
+    async def scenario() -> None:
+        async with fake_upstream("install") as url:
+            directory = SpyDirectory({"s1": execution_for(url)})
+            async with broker(directory, continuity=True) as server:
+                async with client(server, "/lsp/s1?language=go") as ws:
+                    assert json.loads(await ws.recv()) == {"status": "installing", "language": "go"}
+                # The tab left during the install: the upstream stays, the install goes on.
+                async with client(server, "/lsp/s1?language=go") as ws:  # claims the detached lease
+                    await ws.send(
+                        json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {}})
+                    )
+                    frame = await ready(ws)  # the early initialize did not cancel the install
+                    assert frame["status"] == "ready"
+                    answer = json.loads(await ws.recv())
+                    assert answer == {"jsonrpc": "2.0", "id": 1, "result": {"capabilities": {}}}
+                    assert "lsp_lease_active 1.0" in await metrics(server)  # one lease, one install
+                assert 'lsp_lease_released_total{reason="server_exit"} 0.0' in await metrics(server)
+
+    asyncio.run(scenario())
+
+
+def test_a_server_that_never_answers_shutdown_still_gets_exit_after_the_bound() -> None:
+    async def scenario() -> None:
+        async with fake_upstream("deaf") as url:
+            directory = SpyDirectory({"s1": execution_for(url)})
+            async with (
+                broker(directory, continuity=True, shutdown_timeout=0.3) as server,
+                client(server, "/lsp/s1?language=go") as ws,
+            ):
+                root = (await ready(ws))["workspaceUri"]
+                await initialize(ws, root)
+                await ws.send(json.dumps({"control": "stop", "id": 1}))
+                async with asyncio.timeout(5):  # the 0.3 s bound, not the 10 s cleanup wait
+                    ack = await frame_with(ws, "ack")
+                assert ack == {"ack": "stop", "id": 1, "ok": True, "confirmed": True}
+
+    asyncio.run(scenario())
