@@ -133,8 +133,8 @@ class _Attachment:
             self.closing = (code, CLOSE_REASONS.get(code, "") if reason is None else reason)
             with contextlib.suppress(asyncio.QueueFull):
                 self.queue.put_nowait(None)
-            if self.queue.full():
-                self.writer.cancel()
+            if self.queue.full() and asyncio.current_task() is not self.writer:
+                self.writer.cancel()  # it waits on a write that will not finish; the close follows
 
     async def _write(self) -> None:
         try:
@@ -250,7 +250,7 @@ class LeaseMode:
         )
         lease.attachment = attachment
         try:
-            await self._carry(lease, attachment, resumed=admission.resumed)
+            await self._carry(lease, attachment)
         finally:
             if lease.attachment is attachment:
                 lease.attachment = None
@@ -272,7 +272,7 @@ class LeaseMode:
             gone.cancel()
         return waiting.result() if waiting.done() else BrokerCloseCode.NORMAL
 
-    async def _carry(self, lease: _Lease, attachment: _Attachment, *, resumed: bool) -> None:
+    async def _carry(self, lease: _Lease, attachment: _Attachment) -> None:
         ready = asyncio.ensure_future(lease.ready_event.wait())
         ended = asyncio.ensure_future(lease.ended.wait())
         gone = asyncio.ensure_future(attachment.websocket.wait_closed())
@@ -284,6 +284,9 @@ class LeaseMode:
         if not lease.ready_event.is_set() or lease.ended.is_set() or attachment.closing is not None:
             return  # the client left during the install, or the lease ended (its close is on its way)
         lease.peer.attach(attachment.generation)
+        # "Resumed" tells a client not to initialize again: true only once the server was asked to
+        # initialize, not merely because the lease existed (a lease claimed during its install was not).
+        resumed = lease.peer.resumed
         attachment.send(ready_frame(self._ready_info(lease, resumed)))
         log_event(log, "lease_ready", language=lease.query.language[:32], resumed=int(resumed))
         async for raw in attachment.websocket:
