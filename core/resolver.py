@@ -168,10 +168,16 @@ class Resolver:
         installer = self.plugins.installer_available(spec, task.host)
         found = _not_found_text(spec.command, trail)
         if not installer:
+            from kandev_lsp.install.installers import install_advice  # the recipe kind's own advice
+
             reason = MissingReason.NO_INSTALLER
-            how = spec.manual_instructions or (
-                f"no installer for {spec.display_name} on {task.host}; install `{spec.command}` yourself "
-                "and put it on the task's PATH"
+            how = (
+                spec.manual_instructions
+                or install_advice(spec, task.host)
+                or (
+                    f"no installer for {spec.display_name} on {task.host}; install `{spec.command}` yourself "
+                    "and put it on the task's PATH"
+                )
             )
             message = f"{found}. {how}"
         elif not gate.cache.usable:  # every install is staged in the cache, and found there

@@ -12,7 +12,7 @@ from __future__ import annotations
 import contextlib
 import json
 from dataclasses import replace
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from kandev_lsp.install.errors import InstallError, digest_not_applicable
 from kandev_lsp.language import GoRecipe
@@ -87,6 +87,9 @@ class GoInstaller:
 
     def available(self, recipe: GoRecipe, host: HostPlatform) -> bool:
         return True  # wherever the task has a Go toolchain; doctor checks it
+
+    def advice(self, spec: LanguageSpec, recipe: Any, host: HostPlatform) -> str | None:
+        return None
 
     def check_version(self, language: str, version: str, recipe: GoRecipe) -> None:
         if not version.startswith("v"):

@@ -73,6 +73,11 @@ class RecipeInstaller(Protocol):
         decided without I/O."""
         ...
 
+    def advice(self, spec: LanguageSpec, recipe: Any, host: HostPlatform) -> str | None:
+        """When :meth:`available` says no: what a person can do about it, in a sentence (None when there
+        is nothing more specific than "install it yourself")."""
+        ...
+
     def check_version(self, language: str, version: str, recipe: Any) -> None:
         """Raise :class:`~kandev_lsp.install.errors.InstallError` for a requested version this kind cannot
         use (the generic exact-version rule is checked by the planner before)."""
@@ -129,10 +134,20 @@ def installer_for(recipe: object) -> RecipeInstaller | None:
     return installers().get(type(recipe))
 
 
+def install_advice(spec: LanguageSpec, host: HostPlatform) -> str | None:
+    """Why ``spec`` cannot be installed unattended on ``host`` and what to do, from its kind's installer;
+    None when no installer has anything specific to say (the resolver then gives its generic advice)."""
+    installer = installer_for(spec.install)
+    if installer is None or installer.available(spec.install, host):
+        return None
+    return installer.advice(spec, spec.install, host)
+
+
 __all__ = [
     "InstallOptions",
     "Recipe",
     "RecipeInstaller",
+    "install_advice",
     "installer_for",
     "installers",
 ]

@@ -15,7 +15,7 @@ import json
 import os
 from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from kandev_lsp.install.errors import digest_not_applicable
 from kandev_lsp.language import NpmRecipe
@@ -131,6 +131,9 @@ class NpmInstaller:
 
     def available(self, recipe: NpmRecipe, host: HostPlatform) -> bool:
         return True  # wherever the task has node and npm; doctor checks those
+
+    def advice(self, spec: LanguageSpec, recipe: Any, host: HostPlatform) -> str | None:
+        return None
 
     def check_version(self, language: str, version: str, recipe: NpmRecipe) -> None:
         return None

@@ -119,6 +119,20 @@ class ReleaseInstaller:
         asset = recipe.asset_for(host)
         return asset is not None and recipe.digest_declared(asset)
 
+    def advice(self, spec: LanguageSpec, recipe: ReleaseRecipe, host: HostPlatform) -> str | None:
+        asset = recipe.asset_for(host)
+        if asset is None:
+            targets = ", ".join(sorted(recipe.assets)) or "none"
+            return (
+                f"{spec.display_name} publishes no {spec.command} release for {host} (it has: {targets}); "
+                f"install `{spec.command}` yourself and put it on the task's PATH"
+            )
+        return (
+            f"no SHA-256 digest is pinned or published for {asset.name}, so it is not installed unattended; "
+            f"run `kandev-lsp install {spec.id} --sha256 HEX` with the digest from a source you trust, or "
+            "configure a mirror (lsp_release_base_urls) that publishes <asset>.sha256 files"
+        )
+
     def check_version(self, language: str, version: str, recipe: ReleaseRecipe) -> None:
         return None
 

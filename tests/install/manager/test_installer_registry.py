@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from typing import Any
 
 import pytest
-from kandev_lsp import GoRecipe, LanguageSpec, ManualInstall, NpmRecipe, ReleaseRecipe
+from kandev_lsp import GoRecipe, LanguageSpec, ManualInstall, NpmRecipe, ReleaseRecipe, Task, TaskEnvironment
 from kandev_lsp.install import InstallManager, NoInstallerError, plan_install
 from kandev_lsp.install import installers as registry
 from kandev_lsp.install.context import InstallContext, Staged
@@ -43,6 +43,9 @@ class ScriptInstaller:
     def available(self, recipe: ScriptRecipe, host: HostPlatform) -> bool:
         self.hosts_asked.append(host)
         return host.os != "windows"
+
+    def advice(self, spec: LanguageSpec, recipe: ScriptRecipe, host: HostPlatform) -> str | None:
+        return "scripts need a POSIX shell host"
 
     def check_version(self, language: str, version: str, recipe: ScriptRecipe) -> None:
         return None
@@ -135,6 +138,10 @@ def test_the_kinds_installer_decides_where_it_is_installable(kit: Any, script_ki
     host = kit.plugin_host(SPEC)
     assert host.installer_available(SPEC, HostPlatform("linux", "x86_64")) is True
     assert host.installer_available(SPEC, HostPlatform("windows", "x86_64")) is False
+    windows = Resolver(host).resolve(
+        "scripted", Task("C:\\ws", TaskEnvironment({"PATH": ""}, HostPlatform("windows", "x86_64")))
+    )
+    assert not windows.installable and "scripts need a POSIX shell host" in windows.message
 
 
 def test_a_kind_with_no_registered_installer_is_never_installed(world: Any, kit: Any) -> None:

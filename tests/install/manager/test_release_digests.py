@@ -41,6 +41,7 @@ def test_no_digest_anywhere_means_not_installable_and_the_install_error_names_sh
     resolution = Resolver(host).resolve("fakerel", world.task(PATH="/nonexistent"))
     assert not resolution.found and not resolution.installable
     assert resolution.reason is MissingReason.NO_INSTALLER
+    assert "kandev-lsp install fakerel --sha256 HEX" in resolution.message  # what to do, not a dead end
     assert host.installer_available(spec, HostPlatform.current()) is False  # what doctor reports
 
     with pytest.raises(NoInstallerError, match="--sha256") as refused:
