@@ -222,19 +222,12 @@ async def _install(
     signals: list[SignalCancel],
 ) -> InstallReceipt:
     from kandev_lsp.cancel import CancelToken, SignalCancel
-    from kandev_lsp.install import InstallManager
+    from kandev_lsp.lifecycle import install_manager_for
 
     # A cancelling signal sets the token; the install then stops npm/go (the whole tree) and removes its
     # staging folder, and leaving the manager's block waits for all of it, before asyncio.run returns.
     cancel = CancelToken()
-    async with (
-        SignalCancel(cancel) as handler,
-        InstallManager(
-            plugins,
-            release_base_urls=settings.release_base_urls,
-            release_metadata_urls=settings.release_metadata_urls,
-        ) as manager,
-    ):
+    async with SignalCancel(cancel) as handler, install_manager_for(plugins, settings) as manager:
         signals.append(handler)
         return await manager.install(
             language, task, version=version, sha256=sha256, progress=printer, cancel=cancel
