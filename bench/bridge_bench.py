@@ -342,6 +342,10 @@ async def run(quick: bool, loop: str, rounds: int) -> dict[str, Any]:
                 row["p50_ratio"] = spread([r["bridge"].p50 / r["direct"].p50 for r in per_round])
                 row["throughput_ratio"] = spread([r["bridge"].rate / r["direct"].rate for r in per_round])
                 row["throughput_ratio_rounds"] = [r["bridge"].rate / r["direct"].rate for r in per_round]
+                row["floor_ratio"] = spread([r["websocket_floor"].rate / r["direct"].rate for r in per_round])
+                row["bridge_over_floor"] = spread(
+                    [r["bridge"].rate / r["websocket_floor"].rate for r in per_round]
+                )
                 report[label] = row
         finally:
             server.stdin.close()
@@ -396,7 +400,8 @@ def main() -> int:
         )
         print(
             f"{label}: plain websockets echo between two processes (the floor of any WebSocket hop): "
-            f"p50 {_ms(floor['p50'])}, {_rate(floor['rate'])}"
+            f"p50 {_ms(floor['p50'])}, {_rate(floor['rate'])}, {_pct(row['floor_ratio'])} of direct; "
+            f"the bridge keeps {_pct(row['bridge_over_floor'])} of it"
         )
         cpu_bridge, cpu_floor = bridge["cpu_ms_per_mib"], floor["cpu_ms_per_mib"]
         print(
