@@ -195,11 +195,13 @@ def test_a_stalled_client_loses_its_tcp_connection_soon_after_the_decision(
                 await ws.send(json.dumps(flood))
                 started = time.monotonic()
                 assert _server_side_sockets(server) == 1
-                # Decision after ~1 s (write deadline), then the close gets 1 s (the same deadline).
-                async with asyncio.timeout(8):
+                # Decision after ~1 s (write deadline), the server tree stopped (up to 1 s exit grace
+                # + its stop), then the close gets 1 s (the same deadline): bounded, where it used to
+                # wait for a keepalive (20 s) or, without one, forever. Slack for a loaded machine.
+                async with asyncio.timeout(15):
                     while _server_side_sockets(server):
                         await asyncio.sleep(0.1)
-                assert time.monotonic() - started < 6
+                assert time.monotonic() - started < 12
                 assert not tagged_alive(kit.tag)
             finally:
                 ws.transport.abort()
