@@ -351,6 +351,7 @@ class InstallManager:
                 cwd=str(scratch),
                 timeout=self._verify_timeout,
                 supervisor=self._supervisor,
+                owner_tokens=(owner_token,),
             )
             log.debug("%s verified: %s", spec.id, said)
             receipt = self._receipt(spec, plan, staged)

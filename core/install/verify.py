@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from kandev_lsp.install.errors import VerificationError
@@ -36,14 +36,20 @@ async def verify_server(
     cwd: str,
     timeout: float = DEFAULT_TIMEOUT,
     supervisor: Any = None,
+    owner_tokens: Sequence[str] = (),
 ) -> str:
     """Check that ``executable`` serves ``spec``; return what it said (its version, or a summary).
+    ``owner_tokens`` mark the server's processes like the install's others (a dead install's are swept).
 
     :raises VerificationError: it could not start, failed, or did not answer within ``timeout``.
     """
     if spec.version_args:
-        return await _version_check(spec, executable, task, cwd=cwd, timeout=timeout, supervisor=supervisor)
-    return await _initialize_check(spec, executable, task, cwd=cwd, timeout=timeout, supervisor=supervisor)
+        return await _version_check(
+            spec, executable, task, cwd=cwd, timeout=timeout, supervisor=supervisor, owner_tokens=owner_tokens
+        )
+    return await _initialize_check(
+        spec, executable, task, cwd=cwd, timeout=timeout, supervisor=supervisor, owner_tokens=owner_tokens
+    )
 
 
 def _failed(spec: LanguageSpec, what: str, output: str = "") -> VerificationError:
@@ -57,14 +63,27 @@ def _failed(spec: LanguageSpec, what: str, output: str = "") -> VerificationErro
 
 
 async def _version_check(
-    spec: LanguageSpec, executable: str, task: Task, *, cwd: str, timeout: float, supervisor: Any
+    spec: LanguageSpec,
+    executable: str,
+    task: Task,
+    *,
+    cwd: str,
+    timeout: float,
+    supervisor: Any,
+    owner_tokens: Sequence[str] = (),
 ) -> str:
     from kandev_lsp.process import ProcessStartError, ProcessTimeout, run
 
     argv = [executable, *spec.version_args]
     try:
         result = await run(
-            argv, env=task.env, cwd=cwd, timeout=timeout, supervisor=supervisor, output_limit=64 * 1024
+            argv,
+            env=task.env,
+            cwd=cwd,
+            timeout=timeout,
+            supervisor=supervisor,
+            output_limit=64 * 1024,
+            owner_tokens=owner_tokens,
         )
     except ProcessStartError as exc:
         raise _failed(spec, f"could not be started ({exc})") from exc
@@ -92,7 +111,14 @@ def initialize_params() -> dict[str, Any]:
 
 
 async def _initialize_check(
-    spec: LanguageSpec, executable: str, task: Task, *, cwd: str, timeout: float, supervisor: Any
+    spec: LanguageSpec,
+    executable: str,
+    task: Task,
+    *,
+    cwd: str,
+    timeout: float,
+    supervisor: Any,
+    owner_tokens: Sequence[str] = (),
 ) -> str:
     from kandev_lsp.lsp import Endpoint, EndpointLimits, LspClient, ResponseError, ServerClosed
     from kandev_lsp.process import ProcessStartError, spawn
@@ -106,6 +132,7 @@ async def _initialize_check(
             stdout="pipe",
             stderr="capture",
             supervisor=supervisor,
+            owner_tokens=owner_tokens,
         )
     except ProcessStartError as exc:
         raise _failed(spec, f"could not be started ({exc})") from exc

@@ -8,6 +8,7 @@ import asyncio
 import dataclasses
 import gzip
 import hashlib
+import json
 import sys
 from typing import Any
 
@@ -83,3 +84,32 @@ def test_a_mirror_the_user_configured_supplies_the_digest_file(
     manager = InstallManager(host, release_base_urls={"fakerel": release_server.url})
     receipt = asyncio.run(manager.install("fakerel", world.task()))
     assert receipt.sha256 == digest
+
+
+def test_every_process_of_an_install_carries_the_token_its_owner_record_names(
+    world: Any, kit: Any, release_server: Any, tmp_path: Any
+) -> None:
+    """Issue 7 item 5: what the next install sweeps after a SIGKILL is found by the token recorded in
+    ``.owner-<token>.json``; the server under verification must carry it too, not only npm/go."""
+    seen = tmp_path / "seen.json"
+    script = (
+        f"#!{sys.executable}\n"
+        "import json, os, sys\n"
+        f"folder = os.path.join(os.environ['HOME'], '.kandev', 'lsp-servers', 'fakerel')\n"
+        "records = [n for n in os.listdir(folder) if n.startswith('.owner-')]\n"
+        f"json.dump({{'records': records, 'marker': os.environ.get('KANDEV_LSP_OWNER', '')}}, open({str(seen)!r}, 'w'))\n"
+        "print('fakerel 1.0.0')\n"
+    )
+    data = gzip.compress(script.encode())
+    release_server.publish("1.0.0", "fakerel.gz", data)
+    spec = kit.release_spec(release_server.url)
+    host = kit.plugin_host(spec)
+    asyncio.run(
+        InstallManager(host).install("fakerel", world.task(), sha256=hashlib.sha256(data).hexdigest())
+    )
+    observed = json.loads(seen.read_text())
+    [record] = observed["records"]
+    token = record.removeprefix(".owner-").removesuffix(".json")
+    assert token.startswith("install-") and token in observed["marker"].split()
+    # ...and once the install is over its record is gone.
+    assert not [p for p in (world.cache / "fakerel").iterdir() if p.name.startswith(".owner-")]
