@@ -9,6 +9,8 @@ asked to leave). Time comes from an injected clock. What it keeps, and why:
   ``initialize`` on the same lease is answered from the retained result and its ``initialized`` is
   swallowed, so a generic LSP client resumes without the server seeing a second initialize (K17.4);
   a ``workDoneToken`` is injected when the client sent none, so initialize progress is tracked (K6.1);
+* within a state budget of 4 MiB (initialize params and result, registrations; K14.5): a registration
+  that would exceed it is refused to the server with an error;
 * client request ids mapped to server-facing ids per attachment generation, with the bounds
   (:mod:`kandev_lsp.broker.requests`, K15);
 * answers to server requests, attached or not, so a server never waits on a client that left (K15.9):
@@ -30,6 +32,7 @@ when the server stops (docs/broker-contract.md). :meth:`begin_stop` runs the sto
 from __future__ import annotations
 
 import copy
+import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
@@ -51,8 +54,10 @@ from kandev_lsp.protocol.jsonrpc import (
     response,
 )
 
-__all__ = ["INITIALIZE_TOKEN", "ConfigurationAnswerer", "LeasePeer", "PeerOutput"]
+__all__ = ["INITIALIZE_TOKEN", "STATE_BUDGET", "ConfigurationAnswerer", "LeasePeer", "PeerOutput"]
 
+#: What one lease may keep: initialize params and result, registrations (K14.5).
+STATE_BUDGET: Final = 4 * 1024 * 1024
 #: The workDoneToken the broker puts in an ``initialize`` that carries none.
 INITIALIZE_TOKEN: Final = "kandev-broker-initialize"
 _INFO_PREFIX: Final = "kandev-broker-"
@@ -117,6 +122,7 @@ class LeasePeer:
         configuration: ConfigurationAnswerer = _null_configuration,
         bounds: RequestBounds = _DEFAULT_BOUNDS,
         server_generation: int = 1,
+        state_budget: int = STATE_BUDGET,
     ) -> None:
         self._clock = clock
         self._configuration = configuration
@@ -126,6 +132,7 @@ class LeasePeer:
         self.registrations = RegistrationStore()
         self.progress = ProgressTracker(server_generation)
         self.server_generation = server_generation
+        self.state_budget = state_budget
         # initialize, once per lease
         self.initialize_params: dict[str, Any] | None = None
         self.initialize_result: dict[str, Any] | None = None
@@ -349,6 +356,11 @@ class LeasePeer:
             token = params.get("token") if isinstance(params, Mapping) else None
             self.progress.accept(token)
         elif method == "client/registerCapability":
+            if self._over_budget(_json_size(params)):
+                # Refused rather than kept beyond the budget or silently forgotten (K14.5).
+                why = f"the broker keeps at most {self.state_budget} bytes of state for this server"
+                out.to_server.append(error_response(server_id, ErrorCode.REQUEST_FAILED, why))
+                return
             self.registrations.register(params)
         elif method == "client/unregisterCapability":
             self.registrations.unregister(params)
@@ -448,6 +460,18 @@ class LeasePeer:
     def progress_snapshot(self) -> ProgressSnapshot:
         return self.progress.snapshot()
 
+    def state_bytes(self) -> int:
+        """The retained state's size as JSON: initialize params and result, registrations."""
+        registrations = [registration.to_json() for registration in self.registrations.snapshot()]
+        return (
+            _json_size(self.initialize_params)
+            + _json_size(self.initialize_result)
+            + _json_size(registrations)
+        )
+
+    def _over_budget(self, extra: int) -> bool:
+        return self.state_bytes() + extra > self.state_budget
+
     def _workspace_folders(self) -> Any:
         params = self.initialize_params or {}
         folders = params.get("workspaceFolders")
@@ -457,6 +481,15 @@ class LeasePeer:
         if isinstance(root, str):
             return [{"uri": root, "name": root.rstrip("/").rsplit("/", 1)[-1]}]
         return None
+
+
+def _json_size(value: object) -> int:
+    if value is None:
+        return 0
+    try:
+        return len(json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode("utf-8"))
+    except (TypeError, ValueError):
+        return 0
 
 
 def _document_uri(params: object) -> str | None:

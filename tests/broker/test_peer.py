@@ -299,3 +299,19 @@ def test_a_server_never_initialized_gets_exit_at_once() -> None:
     peer.attach(1)
     out = peer.begin_stop()
     assert out.shutdown_done and out.to_server == [{"jsonrpc": "2.0", "method": "exit"}]
+
+
+def test_a_registration_beyond_the_state_budget_is_refused_to_the_server() -> None:
+    peer, _ = _initialized_peer(state_budget=2048)
+    used = peer.state_bytes()
+    assert 0 < used < 2048
+    small = {"registrations": [{"id": "r1", "method": "workspace/didChangeWatchedFiles"}]}
+    assert peer.from_server(_request(1, "client/registerCapability", small)).to_server == [_result(1, None)]
+    big = {"registrations": [{"id": "r2", "method": "m", "registerOptions": {"globs": ["x" * 4096]}}]}
+    out = peer.from_server(_request(2, "client/registerCapability", big))
+    assert (
+        out.to_server[0]["error"]["code"] == -32803 and "2048 bytes" in out.to_server[0]["error"]["message"]
+    )
+    assert out.to_client == []
+    assert [registration.id for registration in peer.effective_registrations()] == ["r1"]
+    assert peer.state_bytes() <= 2048
