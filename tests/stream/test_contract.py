@@ -163,3 +163,30 @@ def test_pump_reports_a_stream_cut_mid_frame() -> None:
 def test_pump_rejects_an_oversized_frame_from_its_header() -> None:
     with pytest.raises(ReceivedFrameTooLarge):
         _frames(b"Content-Length: 101\r\n\r\n{", 4, FrameLimits(body=100))
+
+
+@pytest.mark.parametrize(
+    ("end", "status", "exit_requested", "stopping", "expected"),
+    [
+        ("server_exited", 0, True, False, (1000, "")),  # shutdown + exit, then status 0
+        ("server_exited", 0, False, False, (4006, "server stopped")),  # exited unasked, even with 0
+        ("server_exited", 1, True, False, (4006, "server stopped")),  # asked, but failed on the way out
+        ("server_exited", None, False, False, (4006, "server stopped")),
+        ("client_stalled", None, False, False, (4006, "client too slow")),  # never 4009 (K9.12)
+        ("client_closed", None, False, False, (1000, "")),
+        ("client_input_malformed", None, False, False, (1007, "invalid UTF-8")),
+        ("client_message_too_large", None, False, False, (1009, "message too big")),
+        ("server_stdin_stalled", None, False, False, (4006, "server stopped")),
+        ("client_closed", None, False, True, (1001, "going away")),  # teardown, whatever ended first
+        ("server_exited", 0, True, True, (1001, "going away")),
+    ],
+)
+def test_bridge_close_decisions(
+    end: str, status: int | None, exit_requested: bool, stopping: bool, expected: tuple[int, str]
+) -> None:
+    from kandev_lsp.stream.bridge import BridgeEnd
+    from kandev_lsp.stream.connection import bridge_close
+
+    code, reason = bridge_close(BridgeEnd(end), status, exit_requested=exit_requested, stopping=stopping)
+    assert (int(code), reason) == expected
+    assert code != 4009
