@@ -337,7 +337,7 @@ class LeaseMode:
             server_info=peer.server_info,
             position_encoding=peer.position_encoding,
             registrations=[registration.to_json() for registration in peer.effective_registrations()],
-            progress=peer.progress_snapshot().to_json(),
+            progress=peer.progress_for_client(),
             initialize_sent_at_ms=None
             if sent_at is None
             else int((time.time() - (time.monotonic() - sent_at)) * 1000),

@@ -460,6 +460,29 @@ class LeasePeer:
     def progress_snapshot(self) -> ProgressSnapshot:
         return self.progress.snapshot()
 
+    def progress_for_client(self) -> dict[str, Any]:
+        """The snapshot as the ready frame carries it (K5.10-K5.12): times as elapsed milliseconds, since
+        the broker's clock means nothing on the client's machine."""
+        snapshot = self.progress.snapshot()
+        now = self._clock()
+        ended = snapshot.last_ended
+        return {
+            "active": [
+                {
+                    "token": item.token,
+                    "title": item.title,
+                    "message": item.message,
+                    "percentage": item.percentage,
+                    "elapsedMs": int((now - item.started_at) * 1000),
+                }
+                for item in snapshot.active
+            ],
+            "lastEnded": None
+            if ended is None
+            else {"token": ended.token, "title": ended.title, "message": ended.message},
+            "seenAny": snapshot.seen_any,
+        }
+
     def state_bytes(self) -> int:
         """The retained state's size as JSON: initialize params and result, registrations."""
         registrations = [registration.to_json() for registration in self.registrations.snapshot()]

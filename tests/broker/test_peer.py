@@ -315,3 +315,21 @@ def test_a_registration_beyond_the_state_budget_is_refused_to_the_server() -> No
     assert out.to_client == []
     assert [registration.id for registration in peer.effective_registrations()] == ["r1"]
     assert peer.state_bytes() <= 2048
+
+
+def test_the_progress_a_reattaching_client_gets_is_in_elapsed_milliseconds() -> None:
+    peer, clock = _initialized_peer()
+    peer.from_server(_request("c", "window/workDoneProgress/create", {"token": "t"}))
+    peer.from_server(
+        _notification(
+            "$/progress", {"token": "t", "value": {"kind": "begin", "title": "Index", "percentage": 150}}
+        )
+    )
+    clock.advance(1.25)
+    assert peer.progress_for_client() == {
+        "active": [{"token": "t", "title": "Index", "message": None, "percentage": 100, "elapsedMs": 1250}],
+        "lastEnded": None,
+        "seenAny": True,
+    }
+    peer.from_server(_notification("$/progress", {"token": "t", "value": {"kind": "end", "message": "done"}}))
+    assert peer.progress_for_client()["lastEnded"] == {"token": "t", "title": "Index", "message": "done"}
