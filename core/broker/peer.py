@@ -235,6 +235,15 @@ class LeasePeer:
             params: dict[str, Any] = copy.deepcopy(raw) if isinstance(raw, dict) else {}
             if "workDoneToken" not in params:
                 params["workDoneToken"] = INITIALIZE_TOKEN
+            # The broker takes work-done progress whatever the client supports: it answers `create` and
+            # keeps the snapshot for the next client (K6.1, K6.2). An explicit client value is kept.
+            capabilities = params.get("capabilities")
+            if isinstance(capabilities, dict):
+                window = capabilities.get("window")
+                if window is None:
+                    capabilities["window"] = {"workDoneProgress": True}
+                elif isinstance(window, dict):
+                    window.setdefault("workDoneProgress", True)
             self.progress.accept(params["workDoneToken"])
             self.initialize_params = params
             self.initialize_sent_at = self._clock()

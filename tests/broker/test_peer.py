@@ -54,6 +54,7 @@ def test_the_first_initialize_is_forwarded_with_a_progress_token_and_its_result_
     [sent] = out.to_server
     assert sent["method"] == "initialize" and sent["id"] != "c1"
     assert sent["params"]["workDoneToken"] == INITIALIZE_TOKEN  # injected (K6.1)
+    assert sent["params"]["capabilities"] == {"window": {"workDoneProgress": True}}
     assert peer.initialize_sent_at == clock.now
     begin = {"token": INITIALIZE_TOKEN, "value": {"kind": "begin", "title": "Loading packages"}}
     assert peer.from_server(_notification("$/progress", begin)).to_client  # tracked and shown
@@ -67,8 +68,10 @@ def test_the_first_initialize_is_forwarded_with_a_progress_token_and_its_result_
 def test_a_client_token_is_kept() -> None:
     peer = LeasePeer(clock=FakeClock())
     peer.attach(1)
-    out = peer.from_client(_request(1, "initialize", {"workDoneToken": 42, "capabilities": {}}))
+    capabilities = {"window": {"workDoneProgress": False}}
+    out = peer.from_client(_request(1, "initialize", {"workDoneToken": 42, "capabilities": capabilities}))
     assert out.to_server[0]["params"]["workDoneToken"] == 42
+    assert out.to_server[0]["params"]["capabilities"] == capabilities  # an explicit value is the client's
     assert peer.progress.is_known(42)
 
 

@@ -329,3 +329,49 @@ def test_a_server_that_never_answers_shutdown_still_gets_exit_after_the_bound() 
                 assert ack == {"ack": "stop", "id": 1, "ok": True, "confirmed": True}
 
     asyncio.run(scenario())
+
+
+def test_gopls_left_detached_keeps_going_and_the_next_client_gets_its_progress(
+    tmp_path: Path, tag: str
+) -> None:
+    async def scenario() -> None:
+        async with real_serve(tmp_path, tag) as upstream:
+            source = tmp_path / "workspace" / "main.go"
+            source.write_text("package main\n\nfunc main() {}\n")
+            directory = SpyDirectory({"s1": execution_for(upstream.url)})
+            async with broker(directory, continuity=True) as server:
+                async with client(server, "/lsp/s1?language=go") as ws:
+                    first = await ready(ws)
+                    # A client that knows nothing of progress, gone right after initialize.
+                    params = {"processId": None, "rootUri": first["workspaceUri"], "capabilities": {}}
+                    await ws.send(
+                        json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": params})
+                    )
+                    await ws.send(json.dumps({"jsonrpc": "2.0", "method": "initialized", "params": {}}))
+                    opened = {
+                        "uri": source.as_uri(),
+                        "languageId": "go",
+                        "version": 1,
+                        "text": source.read_text(),
+                    }
+                    await ws.send(
+                        json.dumps(
+                            {
+                                "jsonrpc": "2.0",
+                                "method": "textDocument/didOpen",
+                                "params": {"textDocument": opened},
+                            }
+                        )
+                    )
+                # Nobody attached: gopls's create and progress are answered and tracked by the broker.
+                deadline = asyncio.get_running_loop().time() + 20
+                while True:
+                    async with client(server, f"/lsp/s1?language=go&lease={first['lease']}") as ws:
+                        progress = (await ready(ws))["progress"]
+                    if progress["seenAny"] or asyncio.get_running_loop().time() > deadline:
+                        break
+                    await asyncio.sleep(0.2)
+                assert progress["seenAny"] is True
+                assert progress["active"] or progress["lastEnded"]
+
+    asyncio.run(scenario())
