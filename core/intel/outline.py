@@ -81,9 +81,19 @@ def _is_tree(result: Any) -> bool:
     return isinstance(result, list) and any(isinstance(i, dict) and "selectionRange" in i for i in result)
 
 
+def _start_key(item: Any) -> tuple[int, int]:
+    """Where an item starts; servers list symbols in their own order (tsserver's is alphabetical)."""
+    span = item.get("range") if isinstance(item, dict) else None
+    start = span.get("start") if isinstance(span, dict) else None
+    if not isinstance(start, dict):
+        return (0, 0)
+    line, character = start.get("line"), start.get("character")
+    return (line if isinstance(line, int) else 0, character if isinstance(character, int) else 0)
+
+
 def _tree(items: list[Any], budget: list[int]) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = []
-    for item in items:
+    for item in sorted(items, key=_start_key):  # document order: a truncated outline is the top of the file
         if budget[0] <= 0:
             break
         flat = flatten_symbols([{**item, "children": []}]) if isinstance(item, dict) else []

@@ -268,8 +268,10 @@ def _location(
         entry["snippetStartLine"] = first
     if options.include_body:
         declaration = location.body_range
-        if declaration is None and body_range is not None:
-            declaration = body_range(file, location.range)
+        # pyright's LocationLink gives the name's line as its targetRange: the enclosing symbol is better.
+        one_line = declaration is not None and declaration["start"]["line"] == declaration["end"]["line"]
+        if (declaration is None or one_line) and body_range is not None:
+            declaration = body_range(file, location.range) or declaration
         if declaration is None and end["line"] > start["line"]:
             declaration = location.range
         if declaration is not None and _range_ok(declaration):

@@ -1,0 +1,520 @@
+"""The server pool behind the read tools: one managed server per (project root, language) (issue 9 runtime).
+
+A tool call names a file; :meth:`ServerPool.server_for` finds the file's language (by the plugins'
+extensions), its project root (the language's root markers, never above the workspace root, B8.6) and
+returns the running :class:`ManagedServer` for that pair, starting it through the one lifecycle first
+(resolve -> install per ``lsp_auto_install_languages`` -> spawn, then ``initialize`` with the plugin's
+initialization options and client capabilities). Servers are stopped after ``idle_timeout`` seconds
+without a call, the least recently used idle one when ``max_servers`` would be exceeded, and all of them,
+gracefully (``shutdown``, ``exit``, then the process tree), when the pool closes.
+
+Documents are opened from disk with the plugin's ``languageId``. Before every query the pool re-syncs
+what the agent may have changed with plain file tools (B8.12): an open document whose file changed on
+disk (size, mtime, then content hash) gets a full-text ``didChange`` with the next server-facing version;
+a file seen in earlier answers that changed gets ``workspace/didChangeWatchedFiles`` when the server
+registered for it, and is opened otherwise, so the next answer is about the code on disk.
+
+Readiness: :meth:`ManagedServer.wait_ready` waits within the tool call's deadline; when the server is not
+ready in time the call fails ``unavailable`` with the progress titles and elapsed time
+(:class:`~kandev_lsp.intel.executor.ProviderUnavailable`), never with a silently incomplete answer. For
+typescript-language-server the syntax-only server is turned off (``tsserver.useSyntaxServer: never``):
+its early answers are incomplete (FACTS: 161 lines in 1 file instead of 394 in 18 on zod).
+
+A language whose server cannot be had raises :class:`ServerMissing` carrying an actionable notice from the
+lifecycle's :class:`~kandev_lsp.lifecycle.LaunchError` (B8.9-B8.10).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hashlib
+import logging
+import os
+import time
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Final
+
+from kandev_lsp.intel.executor import Deadline, ProviderUnavailable
+from kandev_lsp.intel.notices import missing_server_notice
+from kandev_lsp.intel.text import MAX_TEXT_BYTES, Document
+from kandev_lsp.intel.workspace import Root, Workspace, WorkspaceFile
+from kandev_lsp.lsp.positions import PositionEncoding
+from kandev_lsp.session import log_event
+
+if TYPE_CHECKING:
+    from kandev_lsp.host import PluginHost
+    from kandev_lsp.language import LanguageSpec
+    from kandev_lsp.lifecycle import Lifecycle
+    from kandev_lsp.lsp import LspClient
+    from kandev_lsp.process import OwnedProcess
+    from kandev_lsp.taskenv import TaskEnvironment
+
+__all__ = ["DEFAULT_IDLE_TIMEOUT", "DEFAULT_MAX_SERVERS", "ManagedServer", "ServerMissing", "ServerPool"]
+
+_log = logging.getLogger("kandev_lsp.intel")
+
+#: Seconds without a tool call after which a server is stopped.
+DEFAULT_IDLE_TIMEOUT: Final = 600.0
+#: Servers running at once at most (one per project root and language).
+DEFAULT_MAX_SERVERS: Final = 8
+#: Seconds ``initialize`` may take on a cold, loaded machine.
+INITIALIZE_TIMEOUT: Final = 60.0
+#: Initialization options the tools need on top of the plugin's, per language: complete first answers
+#: (no syntax-only tsserver) and inlay hints (tsserver offers none unless asked for in preferences).
+TOOL_INITIALIZATION_OPTIONS: Final[Mapping[str, Mapping[str, Any]]] = {
+    "typescript": {
+        "tsserver": {"useSyntaxServer": "never"},
+        "preferences": {
+            "includeInlayParameterNameHints": "all",
+            "includeInlayFunctionParameterTypeHints": True,
+            "includeInlayVariableTypeHints": True,
+            "includeInlayPropertyDeclarationTypeHints": True,
+            "includeInlayFunctionLikeReturnTypeHints": True,
+            "includeInlayEnumMemberValueHints": True,
+        },
+    },
+}
+_WATCHED: Final = "workspace/didChangeWatchedFiles"
+_CHANGED: Final = 2
+
+
+class ServerMissing(Exception):
+    """No server can answer for this file: ``notice`` says why and what to do (B8.9)."""
+
+    def __init__(self, language: str | None, notice: str) -> None:
+        super().__init__(notice)
+        self.language = language
+        self.notice = notice
+
+
+@dataclass(slots=True)
+class _Synced:
+    """What the server has for one file: the disk stamp and content hash it was last sent."""
+
+    stamp: tuple[int, int]
+    digest: bytes
+    document: Document | None = None
+
+
+def _stamp(path: str) -> tuple[int, int] | None:
+    try:
+        info = os.stat(path)
+    except OSError:
+        return None
+    return info.st_mtime_ns, info.st_size
+
+
+def _read(path: str) -> tuple[bytes, tuple[int, int]] | None:
+    stamp = _stamp(path)
+    if stamp is None or stamp[1] > MAX_TEXT_BYTES:
+        return None
+    try:
+        with open(path, "rb") as handle:
+            data = handle.read(MAX_TEXT_BYTES + 1)
+    except OSError:
+        return None
+    return data, stamp
+
+
+def _merge(base: Mapping[str, Any] | None, extra: Mapping[str, Any]) -> dict[str, Any]:
+    merged = dict(base or {})
+    for key, value in extra.items():
+        current = merged.get(key)
+        merged[key] = (
+            _merge(current, value) if isinstance(current, Mapping) and isinstance(value, Mapping) else value
+        )
+    return merged
+
+
+@dataclass
+class ManagedServer:
+    """One running server: its LSP client, process, negotiated encoding and the documents it was sent."""
+
+    language: LanguageSpec
+    project_root: str
+    client: LspClient
+    process: OwnedProcess
+    plugins: PluginHost
+    encoding: PositionEncoding
+    capabilities: dict[str, Any]
+    last_used: float = field(default_factory=time.monotonic)
+    in_flight: int = 0
+    #: Open documents by URI.
+    documents: dict[str, _Synced] = field(default_factory=dict)
+    #: Files seen in answers but not open, by URI: re-announced when they change on disk.
+    seen: dict[str, tuple[WorkspaceFile, tuple[int, int]]] = field(default_factory=dict)
+    _lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+
+    @property
+    def name(self) -> str:
+        return self.language.command
+
+    def offers(self, capability: str) -> bool:
+        """Whether the server advertised ``capability`` (``referencesProvider``) or registered it later."""
+        value = self.capabilities.get(capability)
+        if value not in (None, False):
+            return True
+        method = {"diagnosticProvider": "textDocument/diagnostic"}.get(capability)
+        return method is not None and bool(self.client.endpoint.registrations.for_method(method))
+
+    async def request(self, method: str, params: Any, timeout: float) -> Any:
+        """One request (used as the executor's ``call``); ``ProviderUnavailable`` once the server is gone."""
+        if self.client.closed:
+            raise ProviderUnavailable(
+                f"the {self.name} server stopped ({self.client.closed_reason}); ask again to restart it"
+            )
+        return await self.client.request(method, params, timeout=timeout)
+
+    async def wait_ready(self, deadline: Deadline) -> None:
+        """Wait for readiness within ``deadline``.
+
+        :raises ProviderUnavailable: not ready in time, with the server's progress titles and elapsed time.
+        """
+        if self.client.readiness is None or self.client.readiness.ready:
+            return
+        status = await self.client.wait_ready(deadline.remaining())
+        if status.ready:
+            return
+        if self.client.closed:
+            raise ProviderUnavailable(f"the {self.name} server stopped: {self.client.closed_reason}")
+        titles = ", ".join(status.progress) or "no progress reported"
+        raise ProviderUnavailable(
+            f"the {self.name} server is not ready yet (waiting for {status.waiting_for}; "
+            f"{titles}; {status.elapsed:.1f} s since it started): its answers would be incomplete. "
+            "Ask again in a few seconds.",
+            readiness=status.to_json(),
+        )
+
+    # -- documents ---------------------------------------------------------------------------------------
+    async def sync(self, file: WorkspaceFile) -> Document:
+        """The file as the server now has it: opened from disk, or re-sent when the disk changed."""
+        async with self._lock:
+            return await self._sync(file)
+
+    async def _sync(self, file: WorkspaceFile) -> Document:
+        synced = self.documents.get(file.uri)
+        if synced is not None and synced.document is not None and _stamp(file.absolute) == synced.stamp:
+            return synced.document
+        read = await asyncio.to_thread(_read, file.absolute)
+        if read is None:
+            raise ProviderUnavailable(f"{file.display} cannot be read as text (missing, or over 8 MiB)")
+        data, stamp = read
+        digest = hashlib.blake2b(data, digest_size=16).digest()
+        text = data.decode("utf-8", errors="replace")
+        documents = self.client.endpoint.documents
+        if synced is not None and synced.document is not None and synced.digest == digest:
+            synced.stamp = stamp  # touched, not changed
+            return synced.document
+        if synced is None or not documents.is_open(file.uri):
+            language_id = (
+                self.plugins.language_id(self.language, file.absolute) or self.language.language_ids[0]
+            )
+            version = documents.open(file.uri, language_id)
+            await self.client.notify(
+                "textDocument/didOpen",
+                {
+                    "textDocument": {
+                        "uri": file.uri,
+                        "languageId": language_id,
+                        "version": version,
+                        "text": text,
+                    }
+                },
+            )
+            self.seen.pop(file.uri, None)
+        else:
+            version = documents.change(file.uri)
+            await self.client.notify(
+                "textDocument/didChange",
+                {"textDocument": {"uri": file.uri, "version": version}, "contentChanges": [{"text": text}]},
+            )
+        document = Document(file, text, version)
+        self.documents[file.uri] = _Synced(stamp, digest, document)
+        return document
+
+    async def refresh(self) -> int:
+        """Re-sync every open document and seen file changed on disk; returns how many changed."""
+        async with self._lock:
+            changed = 0
+            for uri, synced in list(self.documents.items()):
+                document = synced.document
+                if document is None or _stamp(document.file.absolute) == synced.stamp:
+                    continue
+                if not os.path.exists(document.file.absolute):
+                    continue
+                before = synced.digest
+                await self._sync(document.file)
+                changed += self.documents[uri].digest != before
+            moved: list[dict[str, Any]] = []
+            for uri, (file, stamp) in list(self.seen.items()):
+                now = _stamp(file.absolute)
+                if now is None or now == stamp:
+                    continue
+                if self.client.endpoint.registrations.for_method(_WATCHED):
+                    self.seen[uri] = (file, now)
+                    moved.append({"uri": uri, "type": _CHANGED})
+                else:
+                    await self._sync(file)
+                changed += 1
+            if moved:
+                await self.client.notify(_WATCHED, {"changes": moved})
+            return changed
+
+    def saw(self, files: Iterable[WorkspaceFile]) -> None:
+        """Remember files an answer pointed at, to announce their later changes on disk."""
+        for file in files:
+            if file.uri not in self.documents and file.uri not in self.seen:
+                stamp = _stamp(file.absolute)
+                if stamp is not None:
+                    self.seen[file.uri] = (file, stamp)
+
+    def open_documents(self) -> dict[str, Document]:
+        """Open documents by absolute path (the text the server has), for a :class:`TextCache` overlay."""
+        return {
+            s.document.file.absolute: s.document for s in self.documents.values() if s.document is not None
+        }
+
+    async def stop(self) -> None:
+        """``shutdown``, ``exit``, then stop the process tree (K16.2)."""
+        with contextlib.suppress(Exception):
+            if not self.client.closed:
+                await self.client.shutdown(timeout=2.0)
+        with contextlib.suppress(Exception):
+            await self.client.aclose()
+        await self.process.stop(grace=2.0)
+
+
+class ServerPool:
+    """Managed servers of one workspace (see the module docstring).
+
+    :param env: the environment of the servers (the task's); the workspace folder of each server's task
+        is its project root.
+    """
+
+    def __init__(
+        self,
+        workspace: Workspace,
+        lifecycle: Lifecycle,
+        env: TaskEnvironment,
+        *,
+        max_servers: int = DEFAULT_MAX_SERVERS,
+        idle_timeout: float = DEFAULT_IDLE_TIMEOUT,
+        install: bool = False,
+    ) -> None:
+        self.workspace = workspace
+        self.lifecycle = lifecycle
+        self.plugins = lifecycle.plugins
+        self.env = env
+        self.max_servers = max_servers
+        self.idle_timeout = idle_timeout
+        self.install = install
+        self._servers: dict[tuple[str, str], ManagedServer] = {}
+        self._starting: dict[tuple[str, str], asyncio.Task[ManagedServer]] = {}
+        self._reaper: asyncio.Task[None] | None = None
+        self._closed = False
+        self._by_extension: dict[str, LanguageSpec] = {}
+        for spec in self.plugins.languages().values():
+            for extension in spec.file_extensions:
+                self._by_extension.setdefault(extension.lower(), spec)
+
+    # -- languages and keys ------------------------------------------------------------------------------
+    def language_of(self, path: str) -> LanguageSpec | None:
+        """The language whose server owns ``path`` (by extension), or None."""
+        name = os.path.basename(path).lower()
+        for extension in sorted(self._by_extension, key=len, reverse=True):
+            if name.endswith(extension):
+                spec = self._by_extension[extension]
+                if self.plugins.language_id(spec, path) is not None:
+                    return spec
+        return None
+
+    def project_root(self, file: WorkspaceFile, spec: LanguageSpec) -> str:
+        from kandev_lsp.lsp.roots import project_root
+
+        return project_root(file.absolute, file.root.path, spec.root_markers) or file.root.path
+
+    @property
+    def servers(self) -> list[ManagedServer]:
+        return list(self._servers.values())
+
+    def servers_of(self, root: Root | None = None) -> list[ManagedServer]:
+        """Running servers whose project root lies in ``root`` (every running server for None)."""
+        if root is None:
+            return self.servers
+        return [
+            s
+            for s in self._servers.values()
+            if s.project_root == root.path or s.project_root.startswith(root.path + os.sep)
+        ]
+
+    # -- getting a server --------------------------------------------------------------------------------
+    async def server_for(self, file: WorkspaceFile) -> ManagedServer:
+        """The running server for ``file``, started when needed.
+
+        :raises ServerMissing: the file has no language here, or its server cannot be had.
+        """
+        spec = self.language_of(file.absolute)
+        if spec is None:
+            raise ServerMissing(
+                None,
+                f"No language server handles files like {os.path.basename(file.absolute)!r} here "
+                f"(languages: {', '.join(sorted(self.plugins.languages()))}).",
+            )
+        return await self.server(spec, self.project_root(file, spec))
+
+    async def server(self, spec: LanguageSpec, project_root: str) -> ManagedServer:
+        if self._closed:
+            raise ProviderUnavailable("the code-intelligence session is closing")
+        key = (project_root, spec.id)
+        server = self._servers.get(key)
+        if server is not None and not server.client.closed:
+            server.last_used = time.monotonic()
+            return server
+        if server is not None:  # it died: forget it, start another
+            self._servers.pop(key, None)
+            with contextlib.suppress(Exception):
+                await server.stop()
+        starting = self._starting.get(key)
+        if starting is None:
+            starting = asyncio.ensure_future(self._start(spec, project_root))
+            self._starting[key] = starting
+            starting.add_done_callback(lambda _: self._starting.pop(key, None))
+        server = await asyncio.shield(starting)
+        server.last_used = time.monotonic()
+        return server
+
+    async def _start(self, spec: LanguageSpec, project_root: str) -> ManagedServer:
+        from kandev_lsp.lifecycle import LaunchError
+        from kandev_lsp.lsp import (
+            LspClient,
+            base_client_capabilities,
+            configuration_handler,
+            initialize_params,
+            merge_capabilities,
+            negotiated_encoding,
+            workspace_folder,
+        )
+        from kandev_lsp.settings import ConfigurationAnswerer, language_settings
+        from kandev_lsp.taskenv import Task
+
+        await self._make_room()
+        task = Task(project_root, self.env)
+        started = time.monotonic()
+        try:
+            resolution = await self.lifecycle.ensure(
+                spec.id, task, self.lifecycle.policy(requested=self.install)
+            )
+            process = await self.lifecycle.spawn(resolution, task)
+        except LaunchError as error:
+            notice = (
+                missing_server_notice(error.resolution) if error.resolution is not None else None
+            ) or f"No {spec.id} language server could be started: {error.first_line}"
+            raise ServerMissing(spec.id, notice) from None
+        user = self.lifecycle.user_settings()
+        defaults = self.plugins.default_settings(spec)
+        settings = language_settings(defaults, user, spec.id) if user is not None else defaults
+        assert process.stdout is not None and process.stdin is not None
+        client = LspClient(
+            process.stdout,
+            process.stdin,
+            peer=f"{spec.command} stdout",
+            readiness=self.plugins.readiness(spec),
+        )
+        client.endpoint.configuration = configuration_handler(
+            ConfigurationAnswerer(self.plugins, spec), lambda: settings
+        )
+        capabilities = merge_capabilities(base_client_capabilities(), self.plugins.client_capabilities(spec))
+        options = self.plugins.initialization_options(spec, settings)
+        extra = TOOL_INITIALIZATION_OPTIONS.get(spec.id)
+        if extra is not None:
+            options = _merge(options, extra)
+        root_file = self.workspace.from_absolute(project_root)
+        try:
+            client.start()
+            result = await client.initialize(
+                initialize_params(
+                    workspace_folders=[workspace_folder(root_file.uri)],
+                    capabilities=capabilities,
+                    initialization_options=options,
+                    work_done_token="kandev-initialize",
+                ),
+                timeout=INITIALIZE_TIMEOUT,
+            )
+        except BaseException as error:
+            with contextlib.suppress(Exception):
+                await client.aclose()
+            await process.stop(grace=1.0)
+            if isinstance(error, Exception):
+                raise ProviderUnavailable(
+                    f"the {spec.command} server did not initialize: {error}; see its stderr with "
+                    f"`kandev-lsp run {spec.id}`"
+                ) from None
+            raise
+        server_caps = result.get("capabilities") if isinstance(result.get("capabilities"), dict) else {}
+        assert isinstance(server_caps, dict)
+        encoding = negotiated_encoding(
+            capabilities.get("general", {}).get("positionEncodings"), server_caps.get("positionEncoding")
+        )
+        server = ManagedServer(spec, project_root, client, process, self.plugins, encoding, server_caps)
+        self._servers[(project_root, spec.id)] = server
+        log_event(
+            _log,
+            "intel_server_started",
+            logging.INFO,
+            language=spec.id,
+            initialize_ms=round((time.monotonic() - started) * 1000, 1),
+            servers=len(self._servers),
+        )
+        self._ensure_reaper()
+        return server
+
+    async def _make_room(self) -> None:
+        while len(self._servers) + len(self._starting) > self.max_servers:
+            idle = [(s.last_used, key) for key, s in self._servers.items() if s.in_flight == 0]
+            if not idle:
+                raise ProviderUnavailable(
+                    f"{len(self._servers)} language servers are busy (the limit is {self.max_servers}); "
+                    "ask again when a call finished"
+                )
+            _, key = min(idle)
+            await self._stop(key, "server limit")
+
+    async def _stop(self, key: tuple[str, str], reason: str) -> None:
+        server = self._servers.pop(key, None)
+        if server is not None:
+            log_event(_log, "intel_server_stopped", logging.INFO, language=server.language.id, reason=reason)
+            await server.stop()
+
+    def _ensure_reaper(self) -> None:
+        if self._reaper is None or self._reaper.done():
+            self._reaper = asyncio.ensure_future(self._reap())
+
+    async def _reap(self) -> None:
+        interval = max(0.05, min(30.0, self.idle_timeout / 4))
+        while self._servers and not self._closed:
+            await asyncio.sleep(interval)
+            now = time.monotonic()
+            for key, server in list(self._servers.items()):
+                if server.in_flight == 0 and now - server.last_used >= self.idle_timeout:
+                    await self._stop(key, "idle")
+
+    async def aclose(self) -> None:
+        """Stop every server gracefully (and the idle reaper)."""
+        self._closed = True
+        if self._reaper is not None:
+            self._reaper.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._reaper
+        for task in list(self._starting.values()):
+            task.cancel()
+            with contextlib.suppress(BaseException):
+                await task
+        await asyncio.gather(*(self._stop(key, "closed") for key in list(self._servers)))
+
+    async def __aenter__(self) -> ServerPool:
+        return self
+
+    async def __aexit__(self, *_: object) -> None:
+        await self.aclose()

@@ -1,0 +1,546 @@
+"""The six read tools over managed servers: :class:`LspReadTools` implements
+:class:`~kandev_lsp.intel.dispatch.ReadTools` with the :class:`~kandev_lsp.intel.runtime.ServerPool`.
+
+Every tool call follows one path: resolve the path inside the workspace (B8.11), get the file's server
+(a missing one becomes a notice, B8.9-B8.10), re-sync what changed on disk, wait for readiness within the
+call's one deadline (B8.3), then ask through the executor (B8.1-B8.4) and shape the answer with the pure
+modules. Each result carries a ``provider`` block (status, duration, attempts, warm-up) and an
+``unavailable`` / ``timeout`` / ``error`` outcome becomes ``ok: false`` with what the server reported.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import time
+from collections.abc import Awaitable, Callable
+from typing import Any, Final
+
+from kandev_lsp.intel.arguments import (
+    DiagnosticsArgs,
+    HierarchyArgs,
+    HoverArgs,
+    InlayHintsArgs,
+    NavigateArgs,
+    SymbolsArgs,
+)
+from kandev_lsp.intel.dispatch import IntelContext
+from kandev_lsp.intel.errors import IntelError
+from kandev_lsp.intel.executor import Deadline, ProviderResult, ProviderUnavailable, run_provider
+from kandev_lsp.intel.graph import GraphBudgets, traverse
+from kandev_lsp.intel.hints import inlay_hints, request_range
+from kandev_lsp.intel.hover import hover_text
+from kandev_lsp.intel.notices import apply_notice
+from kandev_lsp.intel.outline import document_outline, workspace_symbols
+from kandev_lsp.intel.output import LocationOptions, build_locations, normalize_locations
+from kandev_lsp.intel.runtime import ManagedServer, ServerMissing, ServerPool
+from kandev_lsp.intel.snapshots import FileDiagnostics, diagnostic_snapshot
+from kandev_lsp.intel.symbols import enclosing_symbol, flatten_symbols
+from kandev_lsp.intel.targets import ResolvedTarget, Target, resolve_target
+from kandev_lsp.intel.text import Document, TextCache
+from kandev_lsp.intel.workspace import WorkspaceFile
+from kandev_lsp.session import log_event
+
+__all__ = ["LspReadTools", "ProviderFailed"]
+
+_log = logging.getLogger("kandev_lsp.intel")
+
+NAVIGATE_METHODS: Final = {
+    "definition": ("textDocument/definition", "definitionProvider"),
+    "typeDefinition": ("textDocument/typeDefinition", "typeDefinitionProvider"),
+    "declaration": ("textDocument/declaration", "declarationProvider"),
+    "implementation": ("textDocument/implementation", "implementationProvider"),
+    "references": ("textDocument/references", "referencesProvider"),
+}
+#: Seconds of quiet after the last publication before published diagnostics count as settled.
+QUIET: Final = 0.5
+#: Longest wait for published diagnostics of the current version (within the deadline).
+PUBLISH_WAIT: Final = 5.0
+#: Files scanned at most when counting or activating eligible files of a root.
+SCAN_LIMIT: Final = 5000
+_SKIP_DIRS: Final = frozenset(
+    {".git", "node_modules", "__pycache__", ".venv", "venv", "dist", "build", ".mypy_cache"}
+)
+
+
+class ProviderFailed(IntelError):
+    """A server read ended ``timeout``, ``error``, ``cancelled`` or ``unavailable`` (B8.1)."""
+
+
+def _failed(method: str, result: ProviderResult[Any]) -> ProviderFailed:
+    status = result.status.value
+    return ProviderFailed(
+        f"{method}: {status}: {result.error or 'no answer'}", status=status, provider=result.meta()
+    )
+
+
+class LspReadTools:
+    """The read tools' bodies over a :class:`ServerPool`."""
+
+    def __init__(self, pool: ServerPool) -> None:
+        self.pool = pool
+        self.workspace = pool.workspace
+
+    # -- shared steps --------------------------------------------------------------------------------------
+    async def _ask(
+        self,
+        server: ManagedServer,
+        method: str,
+        params: Any,
+        deadline: Deadline,
+        ctx: IntelContext,
+        *,
+        warmup: bool = True,
+    ) -> ProviderResult[Any]:
+        server.in_flight += 1
+        try:
+            return await run_provider(
+                lambda timeout: server.request(method, params, timeout),
+                deadline,
+                warmup=warmup,
+                cancel=ctx.cancel,
+                label=method,
+            )
+        finally:
+            server.in_flight -= 1
+            server.last_used = time.monotonic()
+
+    async def _value(
+        self,
+        server: ManagedServer,
+        method: str,
+        params: Any,
+        deadline: Deadline,
+        ctx: IntelContext,
+        **kw: Any,
+    ) -> tuple[Any, dict[str, Any]]:
+        result = await self._ask(server, method, params, deadline, ctx, **kw)
+        if not result.ok:
+            raise _failed(method, result)
+        return result.value, result.meta()
+
+    async def _prepare(self, file: WorkspaceFile, deadline: Deadline) -> tuple[ManagedServer, Document]:
+        server = await self.pool.server_for(file)
+        server.in_flight += 1
+        try:
+            await server.refresh()
+            document = await server.sync(file)
+            await server.wait_ready(deadline)
+        finally:
+            server.in_flight -= 1
+        return server, document
+
+    async def _symbols(
+        self, server: ManagedServer, document: Document, deadline: Deadline, ctx: IntelContext
+    ) -> Any:
+        value, _ = await self._value(
+            server,
+            "textDocument/documentSymbol",
+            {"textDocument": {"uri": document.file.uri}},
+            deadline,
+            ctx,
+        )
+        return value
+
+    async def _target(
+        self, target: Target, first_match: bool, deadline: Deadline, ctx: IntelContext
+    ) -> tuple[ManagedServer, ResolvedTarget]:
+        file = self.workspace.resolve(target.path, target.root_id)
+        server, document = await self._prepare(file, deadline)
+        symbols = None
+        if target.symbol is not None:
+            symbols = flatten_symbols(await self._symbols(server, document, deadline, ctx))
+        return server, resolve_target(target, document, symbols, server.encoding, first_match=first_match)
+
+    def _texts(self, server: ManagedServer) -> TextCache:
+        return TextCache(server.open_documents())
+
+    @staticmethod
+    def _deadline(ctx: IntelContext) -> Deadline:
+        return Deadline(ctx.deadline)
+
+    async def _guard(
+        self,
+        tool: str,
+        empty: dict[str, Any],
+        body: Callable[[Deadline], Awaitable[dict[str, Any]]],
+        ctx: IntelContext,
+    ) -> dict[str, Any]:
+        """Run ``body``; a missing server gives the notice result, an unavailable one ``ok: false``."""
+        deadline = self._deadline(ctx)
+        started = time.monotonic()
+        try:
+            result = await body(deadline)
+        except ServerMissing as missing:
+            result = apply_notice(tool, {"ok": True, **empty}, missing.notice, empty=True)
+        except ProviderUnavailable as error:
+            result = {"ok": False, "status": "unavailable", "error": error.message, **error.detail}
+        log_event(
+            _log,
+            "intel_tool",
+            logging.INFO,
+            tool=tool,
+            ok=result.get("ok", True),
+            status=result.get("status", "ok"),
+            duration_ms=round((time.monotonic() - started) * 1000, 1),
+            total=result.get("totalFound"),
+        )
+        return result
+
+    # -- code_symbols --------------------------------------------------------------------------------------
+    async def symbols(self, args: SymbolsArgs, ctx: IntelContext) -> dict[str, Any]:
+        async def body(deadline: Deadline) -> dict[str, Any]:
+            if args.path is not None:
+                file = self.workspace.resolve(args.path, args.root_id)
+                server, document = await self._prepare(file, deadline)
+                value = await self._symbols(server, document, deadline, ctx)
+                return {"path": file.display, **document_outline(value, limit=args.limit, query=args.query)}
+            assert args.query is not None
+            servers = await self._workspace_servers(deadline)
+            answers: list[Any] = []
+            for server in servers:
+                await server.wait_ready(deadline)
+                value, _ = await self._value(
+                    server, "workspace/symbol", {"query": args.query}, deadline, ctx, warmup=False
+                )
+                if isinstance(value, list):
+                    answers.extend(value)
+            return {
+                "query": args.query,
+                **workspace_symbols(answers, self.workspace, args.query, limit=args.limit),
+            }
+
+        empty = {"symbols": [], "totalFound": 0, "shown": 0, "truncated": False}
+        return await self._guard("code_symbols", empty, body, ctx)
+
+    async def _workspace_servers(self, deadline: Deadline) -> list[ManagedServer]:
+        """The running servers, or, when none runs yet, one per language found in each root."""
+        if self.pool.servers:
+            return self.pool.servers
+        servers: list[ManagedServer] = []
+        missing: ServerMissing | None = None
+        for root in self.workspace.roots:
+            seen: set[str] = set()
+            for path in await asyncio.to_thread(_source_files, root.path, self.pool, 200):
+                spec = self.pool.language_of(path)
+                if spec is None or spec.id in seen:
+                    continue
+                seen.add(spec.id)
+                file = self.workspace.from_absolute(path)
+                try:
+                    server = await self.pool.server_for(file)
+                except ServerMissing as error:
+                    missing = error
+                    continue
+                await server.sync(file)  # tsserver loads a project only for an open file
+                servers.append(server)
+        if not servers and missing is not None:
+            raise missing
+        return servers
+
+    # -- code_navigate -------------------------------------------------------------------------------------
+    async def navigate(self, args: NavigateArgs, ctx: IntelContext) -> dict[str, Any]:
+        method, capability = NAVIGATE_METHODS[args.kind]
+
+        async def body(deadline: Deadline) -> dict[str, Any]:
+            server, resolved = await self._target(args.target, args.first_match, deadline, ctx)
+            params: dict[str, Any] = {"textDocument": {"uri": resolved.uri}, "position": resolved.position}
+            if args.kind == "references":
+                params["context"] = {"includeDeclaration": True}
+            if not server.offers(capability):
+                raise ProviderUnavailable(f"the {server.name} server does not offer {method}")
+            value, meta = await self._value(server, method, params, deadline, ctx)
+            raw = normalize_locations(value)
+            texts = self._texts(server)
+            lookup = self.workspace.uri_lookup()
+            files = [f for f in (lookup(item.uri) for item in raw) if isinstance(f, WorkspaceFile)]
+            server.saw(files)
+            outline_cache: dict[str, list[Any]] = {}
+
+            def body_range(file: WorkspaceFile, span: dict[str, Any]) -> dict[str, Any] | None:
+                entries = outline_cache.get(file.absolute)
+                if entries is None:
+                    return None
+                start = span["start"]
+                named = [e for e in entries if e.selection_range.get("start") == start]  # the symbol itself
+                holder = named[0] if named else enclosing_symbol(entries, start["line"])
+                return holder.range if holder is not None else None
+
+            if args.include_body:  # declarations' ranges from each file's symbols (10 files at most)
+                for file in list({f.absolute: f for f in files}.values())[:10]:
+                    synced = await server.sync(file)
+                    outline_cache[file.absolute] = flatten_symbols(
+                        await self._symbols(server, synced, deadline, ctx)
+                    )
+                texts = self._texts(server)
+            locations = build_locations(
+                raw,
+                self.workspace,
+                texts,
+                server.encoding,
+                LocationOptions(args.limit, args.context, args.include_body),
+                body_range=body_range,
+            )
+            return {"kind": args.kind, "target": resolved.to_json(), **locations, "provider": meta}
+
+        empty = {"kind": args.kind, "files": [], "totalFound": 0, "shown": 0, "truncated": False}
+        return await self._guard("code_navigate", empty, body, ctx)
+
+    # -- code_hierarchy ------------------------------------------------------------------------------------
+    async def hierarchy(self, args: HierarchyArgs, ctx: IntelContext) -> dict[str, Any]:
+        calls = args.kind in ("callers", "callees")
+        prepare = "textDocument/prepareCallHierarchy" if calls else "textDocument/prepareTypeHierarchy"
+        expand_method = {
+            "callers": "callHierarchy/incomingCalls",
+            "callees": "callHierarchy/outgoingCalls",
+            "supertypes": "typeHierarchy/supertypes",
+            "subtypes": "typeHierarchy/subtypes",
+        }[args.kind]
+
+        async def body(deadline: Deadline) -> dict[str, Any]:
+            server, resolved = await self._target(args.target, args.first_match, deadline, ctx)
+            capability = "callHierarchyProvider" if calls else "typeHierarchyProvider"
+            if not server.offers(capability):
+                raise ProviderUnavailable(f"the {server.name} server does not offer {prepare}")
+            roots, meta = await self._value(
+                server,
+                prepare,
+                {"textDocument": {"uri": resolved.uri}, "position": resolved.position},
+                deadline,
+                ctx,
+            )
+
+            async def expand(item: dict[str, Any]) -> list[tuple[Any, Any]]:
+                value, _ = await self._value(
+                    server, expand_method, {"item": item}, deadline, ctx, warmup=False
+                )
+                out: list[tuple[Any, Any]] = []
+                for entry in value if isinstance(value, list) else []:
+                    if not isinstance(entry, dict):
+                        continue
+                    if args.kind == "callers":
+                        out.append((entry.get("from"), entry.get("fromRanges")))
+                    elif args.kind == "callees":
+                        out.append((entry.get("to"), entry.get("fromRanges")))
+                    else:
+                        out.append((entry, []))
+                return out
+
+            result = await traverse(
+                [item for item in roots or [] if isinstance(item, dict)],
+                expand,
+                args.kind,
+                workspace=self.workspace,
+                texts=self._texts(server),
+                encoding=server.encoding,
+                deadline=deadline,
+                budgets=GraphBudgets(depth=args.depth),
+                limit=args.limit,
+            )
+            return {"target": resolved.to_json(), **result, "provider": meta}
+
+        empty = {"kind": args.kind, "items": [], "totalFound": 0, "shown": 0, "truncated": False}
+        return await self._guard("code_hierarchy", empty, body, ctx)
+
+    # -- code_hover ----------------------------------------------------------------------------------------
+    async def hover(self, args: HoverArgs, ctx: IntelContext) -> dict[str, Any]:
+        async def body(deadline: Deadline) -> dict[str, Any]:
+            server, resolved = await self._target(args.target, args.first_match, deadline, ctx)
+            params = {"textDocument": {"uri": resolved.uri}, "position": resolved.position}
+            hover_call = self._ask(server, "textDocument/hover", params, deadline, ctx)
+            if server.offers("signatureHelpProvider"):
+                hover, signature = await asyncio.gather(
+                    hover_call,
+                    self._ask(server, "textDocument/signatureHelp", params, deadline, ctx, warmup=False),
+                )
+                signature_value = signature.value if signature.ok else None
+            else:
+                hover, signature_value = await hover_call, None
+            if not hover.ok:
+                raise _failed("textDocument/hover", hover)
+            shown = hover_text(hover.value, signature_value, server.encoding)
+            if not shown["text"]:
+                return {
+                    "ok": False,
+                    "error": f"no hover information at {resolved.document.file.display}:{resolved.line}:"
+                    f"{resolved.column}; point at a name (target.symbol, or target.matchText on the line)",
+                    "target": resolved.to_json(),
+                }
+            return {"target": resolved.to_json(), **shown, "provider": hover.meta()}
+
+        return await self._guard("code_hover", {"text": ""}, body, ctx)
+
+    # -- code_inlay_hints ----------------------------------------------------------------------------------
+    async def inlay_hints(self, args: InlayHintsArgs, ctx: IntelContext) -> dict[str, Any]:
+        async def body(deadline: Deadline) -> dict[str, Any]:
+            file = self.workspace.resolve(args.path, args.root_id)
+            server, document = await self._prepare(file, deadline)
+            if not server.offers("inlayHintProvider"):
+                return {
+                    "path": file.display,
+                    "hints": [],
+                    "totalFound": 0,
+                    "shown": 0,
+                    "truncated": False,
+                    "notice": f"the {server.name} server offers no inlay hints",
+                }
+            span = request_range(document, server.encoding, args.lines)
+            value, meta = await self._value(
+                server,
+                "textDocument/inlayHint",
+                {"textDocument": {"uri": file.uri}, "range": span},
+                deadline,
+                ctx,
+                warmup=False,
+            )
+            return {
+                "path": file.display,
+                **inlay_hints(value, document, server.encoding, limit=args.limit),
+                "provider": meta,
+            }
+
+        empty = {"hints": [], "totalFound": 0, "shown": 0, "truncated": False}
+        return await self._guard("code_inlay_hints", empty, body, ctx)
+
+    # -- code_diagnostics ----------------------------------------------------------------------------------
+    async def diagnostics(self, args: DiagnosticsArgs, ctx: IntelContext) -> dict[str, Any]:
+        async def body(deadline: Deadline) -> dict[str, Any]:
+            if args.path is not None:
+                file = self.workspace.resolve(args.path, args.root_id)
+                server, document = await self._prepare(file, deadline)
+                item = await self._file_diagnostics(server, document, deadline, ctx)
+                return diagnostic_snapshot(
+                    [item],
+                    scope="file",
+                    now=server.client.now(),
+                    encoding=server.encoding,
+                    severity=args.severity,
+                    limit=args.limit,
+                    quiet=QUIET,
+                )
+            root = self.workspace.root(args.root_id) if args.root_id is not None else None
+            roots = [root] if root is not None else list(self.workspace.roots)
+            activated = 0
+            eligible: int | None = None
+            if args.activate_workspace:
+                paths: list[str] = []
+                for each in roots:
+                    paths += await asyncio.to_thread(_source_files, each.path, self.pool, SCAN_LIMIT)
+                eligible = len(paths)
+                for path in paths[: args.activation_limit]:
+                    file = self.workspace.from_absolute(path)
+                    try:
+                        server = await self.pool.server_for(file)
+                    except ServerMissing:
+                        continue
+                    await server.sync(file)
+                    activated += 1
+                for server in self.pool.servers:
+                    await server.wait_ready(deadline)
+                await self._settle(self.pool.servers, deadline)
+            items: list[FileDiagnostics] = []
+            now = time.monotonic()
+            encoding = None
+            for each in roots:
+                for server in self.pool.servers_of(each):
+                    await server.refresh()
+                    encoding = encoding or server.encoding
+                    now = server.client.now()
+                    for uri, entry in server.client.endpoint.diagnostics.snapshot().items():
+                        found = self.workspace.try_uri(uri)
+                        if not isinstance(found, WorkspaceFile):
+                            continue
+                        if root is not None and found.root.id != root.id:
+                            continue
+                        synced = server.documents.get(uri)
+                        text = synced.document if synced is not None else None
+                        items.append(
+                            FileDiagnostics(found, server.client.endpoint.documents.current(uri), entry, text)
+                        )
+            from kandev_lsp.lsp.positions import PositionEncoding
+
+            return diagnostic_snapshot(
+                items,
+                scope="root" if root is not None else "workspace",
+                now=now,
+                encoding=encoding or PositionEncoding.UTF16,
+                severity=args.severity,
+                limit=args.limit,
+                activated=activated,
+                eligible_files=eligible,
+                quiet=QUIET,
+                root_id=root.id if root is not None else None,
+            )
+
+        empty = {
+            "status": "published_workspace",
+            "problems": [],
+            "totalFound": 0,
+            "shown": 0,
+            "truncated": False,
+        }
+        return await self._guard("code_diagnostics", empty, body, ctx)
+
+    async def _file_diagnostics(
+        self, server: ManagedServer, document: Document, deadline: Deadline, ctx: IntelContext
+    ) -> FileDiagnostics:
+        uri = document.file.uri
+        if server.offers("diagnosticProvider"):
+            value, _ = await self._value(
+                server, "textDocument/diagnostic", {"textDocument": {"uri": uri}}, deadline, ctx, warmup=False
+            )
+            items = value.get("items") if isinstance(value, dict) else None
+            return FileDiagnostics(
+                document.file,
+                document.version,
+                _Pulled(document.version, tuple(items or ()), server.client.now() - QUIET),
+                document,
+            )
+        store = server.client.endpoint.diagnostics
+        wait_until = time.monotonic() + min(PUBLISH_WAIT, deadline.remaining())
+        while time.monotonic() < wait_until:
+            entry = store.get(uri)
+            fresh = entry is not None and (entry.version is None or (document.version or 0) <= entry.version)
+            if fresh and entry is not None and server.client.now() - entry.received_at >= QUIET:
+                break
+            await asyncio.sleep(0.05)
+        return FileDiagnostics(document.file, document.version, store.get(uri), document)
+
+    async def _settle(self, servers: list[ManagedServer], deadline: Deadline) -> None:
+        """Wait for publications to go quiet on ``servers`` (bounded by the deadline and PUBLISH_WAIT)."""
+        wait_until = time.monotonic() + min(PUBLISH_WAIT, deadline.remaining())
+        while time.monotonic() < wait_until:
+            latest = max(
+                (e.received_at for s in servers for e in s.client.endpoint.diagnostics.snapshot().values()),
+                default=None,
+            )
+            pending = any(
+                s.client.endpoint.diagnostics.get(uri) is None for s in servers for uri in s.documents
+            )
+            if latest is not None and not pending and servers[0].client.now() - latest >= QUIET:
+                return
+            await asyncio.sleep(0.05)
+
+
+class _Pulled:
+    """A pulled diagnostic report in the shape of a publication (for the snapshot)."""
+
+    def __init__(self, version: int | None, diagnostics: tuple[Any, ...], received_at: float) -> None:
+        self.version = version
+        self.diagnostics = diagnostics
+        self.received_at = received_at
+
+
+def _source_files(root: str, pool: ServerPool, limit: int) -> list[str]:
+    """Up to ``limit`` files under ``root`` some language here owns, skipping vendored and build folders."""
+    found: list[str] = []
+    for folder, dirs, files in os.walk(root):
+        dirs[:] = sorted(d for d in dirs if d not in _SKIP_DIRS and not d.startswith("."))
+        for name in sorted(files):
+            path = os.path.join(folder, name)
+            if pool.language_of(path) is not None and not os.path.islink(path):
+                found.append(path)
+                if len(found) >= limit:
+                    return found
+    return found

@@ -1,0 +1,157 @@
+"""The six read tools wired to real servers (pyright, typescript-language-server) through the pool."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any
+
+import pytest
+from intel_projects import PYTHON, TYPESCRIPT, write
+from kandev_lsp import TaskEnvironment
+from kandev_lsp.intel.dispatch import IntelContext
+from kandev_lsp.intel.service import IntelService
+from stream_testkit import TAG_VARIABLE, RealServers
+
+pytestmark = [pytest.mark.real_server, pytest.mark.network_registry, pytest.mark.timeout(300)]
+
+#: A loaded shared machine: cold servers get longer than the tools' 9 s default.
+SLOW = IntelContext(deadline=90)
+
+
+def _service(folders: list[Path], real_servers: RealServers, tag: str, **kw: Any) -> IntelService:
+    env = TaskEnvironment.from_agent({**real_servers.overrides(), TAG_VARIABLE: tag})
+    return IntelService.open(folders, env=env, **kw)
+
+
+def _lines(result: dict[str, Any]) -> list[tuple[str, int]]:
+    return [(group["path"], loc["line"]) for group in result["files"] for loc in group["locations"]]
+
+
+async def _python_checks(folder: Path, real_servers: RealServers, tag: str) -> None:
+    async with _service([folder], real_servers, tag) as service:
+        call = service.dispatch
+        outline = await call("code_symbols", {"path": "lib.py"}, SLOW)
+        assert outline["ok"], outline
+        names = [s["name"] for s in outline["symbols"]]
+        assert names[:2] == ["Animal", "Dog"] and "greet" in names, outline
+        refs = await call(
+            "code_navigate", {"target": {"path": "lib.py", "symbol": "greet"}, "kind": "references"}, SLOW
+        )
+        assert refs["ok"], refs
+        assert set(_lines(refs)) == {
+            ("lib.py", 11),
+            ("lib.py", 17),
+            ("app.py", 1),
+            ("app.py", 5),
+            ("app.py", 7),
+        }
+        assert refs["summary"] == "5 references · 2 files", refs["summary"]
+        assert refs["provider"]["status"] == "ok"
+        definition = await call(
+            "code_navigate",
+            {
+                "target": {"path": "app.py", "line": 5, "matchText": "greet"},
+                "kind": "definition",
+                "includeBody": True,
+            },
+            SLOW,
+        )
+        assert _lines(definition) == [("lib.py", 11)], definition
+        body = definition["files"][0]["locations"][0]["body"]
+        assert body.startswith("def greet(") and "return" in body, body
+        ambiguous = await call("code_hover", {"target": {"path": "lib.py", "symbol": "speak"}}, SLOW)
+        assert not ambiguous["ok"] and ambiguous["ambiguous"] and len(ambiguous["candidates"]) == 2
+        hover = await call("code_hover", {"target": {"path": "lib.py", "symbol": "Dog.speak"}}, SLOW)
+        assert hover["ok"] and "speak" in hover["text"] and "str" in hover["text"], hover
+        in_call = await call(
+            "code_hover", {"target": {"path": "app.py", "line": 5, "matchText": '"world"'}}, SLOW
+        )
+        assert in_call["ok"] and in_call.get("activeParameter", "").startswith("name"), in_call
+        callers = await call(
+            "code_hierarchy",
+            {"target": {"path": "lib.py", "symbol": "greet"}, "kind": "callers", "depth": 2},
+            SLOW,
+        )
+        assert callers["ok"], callers
+        assert {item["name"] for item in callers["items"]} == {"helper", "main"}, callers
+        assert all(item["callSites"] for item in callers["items"])
+        diagnostics = await call("code_diagnostics", {"path": "app.py"}, SLOW)
+        assert diagnostics["ok"] and diagnostics["status"] == "current", diagnostics
+        assert diagnostics["counts"]["error"] == 1 and diagnostics["problems"][0]["line"] == 7, diagnostics
+        workspace = await call("code_symbols", {"query": "greet"}, SLOW)
+        assert workspace["ok"] and workspace["symbols"][0]["name"] == "greet", workspace
+        assert workspace["symbols"][0]["path"] == "lib.py"
+        # The agent edits a file with plain file tools: the next query sees the new text.
+        app = folder / "app.py"
+        app.write_text(
+            app.read_text().replace('    value: int = greet("again")\n', "    value: str = greet('again')\n")
+        )
+        fixed = await call("code_diagnostics", {"path": "app.py"}, SLOW)
+        assert fixed["ok"] and fixed["counts"]["error"] == 0, fixed
+        lib = folder / "lib.py"
+        lib.write_text("\n\n" + lib.read_text())  # greet moves down two lines
+        moved = await call(
+            "code_navigate",
+            {"target": {"path": "app.py", "line": 5, "matchText": "greet"}, "kind": "definition"},
+            SLOW,
+        )
+        assert _lines(moved) == [("lib.py", 13)], moved
+        # Path escapes fail closed.
+        outside = await call("code_symbols", {"path": "../outside.py"}, SLOW)
+        assert not outside["ok"] and "leaves the workspace" in outside["error"]
+        (folder / "link.py").symlink_to(folder.parent / "secret.py")
+        (folder.parent / "secret.py").write_text("x = 1\n")
+        linked = await call("code_symbols", {"path": "link.py"}, SLOW)
+        assert not linked["ok"] and "symbolic link" in linked["error"], linked
+        hints = await call("code_inlay_hints", {"path": "app.py"}, SLOW)
+        assert hints["ok"], hints
+
+
+def test_python_tools_on_pyright(tmp_path: Path, real_servers: RealServers, tag: str) -> None:
+    folder = write(tmp_path / "py", PYTHON)
+    asyncio.run(_python_checks(folder, real_servers, tag))
+
+
+async def _typescript_checks(folder: Path, real_servers: RealServers, tag: str) -> None:
+    async with _service([folder], real_servers, tag) as service:
+        call = service.dispatch
+        # The first query of a cold server gives the complete answer (no syntax-only tsserver).
+        refs = await call(
+            "code_navigate", {"target": {"path": "src/lib.ts", "symbol": "greet"}, "kind": "references"}, SLOW
+        )
+        assert refs["ok"], refs
+        assert {path for path, _ in _lines(refs)} == {"src/lib.ts", "src/app.ts"}, refs
+        assert len(_lines(refs)) == 4, refs
+        outline = await call("code_symbols", {"path": "src/lib.ts"}, SLOW)
+        assert [s["name"] for s in outline["symbols"]] == ["Shape", "Square", "greet"], outline
+        implementations = await call(
+            "code_navigate",
+            {"target": {"path": "src/lib.ts", "symbol": "Shape"}, "kind": "implementation"},
+            SLOW,
+        )
+        assert _lines(implementations) == [("src/lib.ts", 5)], implementations
+        hover = await call(
+            "code_hover", {"target": {"path": "src/app.ts", "line": 5, "matchText": "area"}}, SLOW
+        )
+        assert hover["ok"] and "area(): number" in hover["text"], hover
+        callees = await call(
+            "code_hierarchy", {"target": {"path": "src/app.ts", "symbol": "main"}, "kind": "callees"}, SLOW
+        )
+        assert callees["ok"] and {"greet", "area"} <= {i["name"] for i in callees["items"]}, callees
+        diagnostics = await call("code_diagnostics", {"path": "src/app.ts"}, SLOW)
+        assert diagnostics["ok"] and diagnostics["counts"]["error"] == 1, diagnostics
+        assert diagnostics["problems"][0]["line"] == 6 and diagnostics["status"] == "current", diagnostics
+        hints = await call("code_inlay_hints", {"path": "src/app.ts"}, SLOW)
+        assert hints["ok"] and hints["totalFound"] > 0, hints
+        assert any(h["label"].startswith("name") for h in hints["hints"]), hints
+        everything = await call("code_diagnostics", {"activateWorkspace": True}, SLOW)
+        assert everything["ok"] and everything["coverage"]["eligibleFiles"] == 2, everything
+        assert everything["coverage"]["activated"] == 2 and everything["counts"]["error"] == 1, everything
+
+
+def test_typescript_tools_on_typescript_language_server(
+    tmp_path: Path, real_servers: RealServers, tag: str
+) -> None:
+    folder = write(tmp_path / "ts", TYPESCRIPT)
+    asyncio.run(_typescript_checks(folder, real_servers, tag))
