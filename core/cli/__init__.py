@@ -43,6 +43,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "uninstall": ("install", "add_install_parsers"),
     "list": ("install", "add_install_parsers"),
     "serve": ("serve", "add_serve_parser"),
+    "broker": ("broker", "add_broker_parser"),
     "run": ("run", "add_run_parser"),
 }
 

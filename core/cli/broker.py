@@ -1,0 +1,120 @@
+"""``kandev-lsp broker``: the broker between editor clients and each task host's ``serve``
+(contract: docs/broker-contract.md).
+
+Module-level imports stay light: the CLI imports a subcommand's module to build its parser, and
+``resolve`` must not pay for websockets or prometheus_client. The broker is imported inside the handler.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import TYPE_CHECKING, Any
+
+from kandev_lsp.cli.serve import add_log_level_argument, configure_logging
+
+if TYPE_CHECKING:
+    from kandev_lsp.broker.auth import Authorizer
+    from kandev_lsp.broker.directory import ExecutionDirectory
+    from kandev_lsp.broker.route import BrokerConfig
+    from kandev_lsp.stream.auth import StreamToken
+
+
+def add_broker_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    parser = subparsers.add_parser(
+        "broker",
+        help="serve GET /lsp/{sessionId} for editor clients, with leases over each task host's serve",
+        description=(
+            "Serve GET /lsp/{sessionId}?language=L[&lease=HINT] and GET /metrics (see "
+            "docs/broker-contract.md). Sessions resolve to task hosts through --directory FILE, re-read "
+            "when it changes. Read once at start: KANDEV_FEATURES_LSP_BROWSER_CONTINUITY (leases; off: a "
+            "plain authenticated proxy) and KANDEV_LSP_MAX_CONNECTIONS (default 8). Prints one JSON line on "
+            'stdout when listening: {"event": "listening", "url": ..., "port": ...} (plus "token" when it '
+            "generated one). Clients authenticate with 'Authorization: Bearer <token>'. SIGINT/SIGTERM/"
+            "SIGHUP close every lease (backend_stop: each server is stopped) and every client with 1001, "
+            "then exit 0."
+        ),
+    )
+    parser.add_argument(
+        "--directory",
+        metavar="FILE",
+        required=True,
+        help="the execution directory: a JSON file mapping sessions to task hosts' stream URLs",
+    )
+    parser.add_argument(
+        "--host", default="127.0.0.1", help="address to bind (default: 127.0.0.1, loopback only)"
+    )
+    parser.add_argument("--port", type=int, default=0, help="port to bind (default: 0, pick a free one)")
+    parser.add_argument(
+        "--token-file",
+        metavar="FILE",
+        help=(
+            "read the bearer token from FILE (else $KANDEV_LSP_BROKER_TOKEN, else a random token is "
+            "printed once)"
+        ),
+    )
+    add_log_level_argument(parser, "info")
+    parser.set_defaults(handler=run_broker)
+
+
+def run_broker(args: argparse.Namespace) -> int:
+    import asyncio
+
+    from kandev_lsp.broker.auth import BearerAuthorizer, load_broker_token
+    from kandev_lsp.broker.config import continuity_enabled, max_connections
+    from kandev_lsp.broker.directory import FileExecutionDirectory
+    from kandev_lsp.broker.route import BrokerConfig
+
+    configure_logging(args.log_level)
+    token = load_broker_token(args.token_file)
+    directory = FileExecutionDirectory(args.directory)
+    # Both switches are read here, once: a running broker never changes mode under its clients (K18.1).
+    config = BrokerConfig(
+        host=args.host, port=args.port, continuity=continuity_enabled(), capacity=max_connections()
+    )
+    try:
+        return asyncio.run(broker_until_signalled(directory, BearerAuthorizer(token), token, config))
+    except OSError as exc:
+        print(f"kandev-lsp: cannot listen on {args.host}:{args.port}: {exc.strerror or exc}", file=sys.stderr)
+        return 1
+
+
+async def broker_until_signalled(
+    directory: ExecutionDirectory, authorizer: Authorizer, token: StreamToken, config: BrokerConfig
+) -> int:
+    """Serve until SIGINT, SIGTERM or SIGHUP, then close every lease (``backend_stop``, K12.21) and
+    every client; print the listening line on stdout.
+
+    SIGHUP counts as a stop, as in ``serve``: left at its default it would end the broker at once and
+    its leases' servers would only be stopped later, by each serve noticing the dropped upstream.
+    """
+    import asyncio
+    import signal
+
+    from kandev_lsp.broker.route import BrokerServer
+
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    signums = [getattr(signal, name) for name in ("SIGINT", "SIGTERM", "SIGHUP") if hasattr(signal, name)]
+    for signum in signums:
+        loop.add_signal_handler(signum, stop.set)
+    try:
+        async with BrokerServer(directory=directory, authorizer=authorizer, config=config) as server:
+            line: dict[str, Any] = {
+                "event": "listening",
+                "url": server.url,
+                "host": config.host,
+                "port": server.port,
+                "continuity": config.continuity,
+                "capacity": config.capacity,
+            }
+            if token.generated:
+                line["token"] = token.value  # printed once, here only; never logged
+            sys.stdout.write(json.dumps(line) + "\n")
+            sys.stdout.flush()
+            await stop.wait()
+    finally:
+        for signum in signums:
+            loop.remove_signal_handler(signum)
+    return 0
