@@ -45,6 +45,7 @@ KNOWN_FIELDS = (
     "lsp_status_location",
     "lsp_release_base_urls",
     "lsp_release_metadata_urls",
+    "lsp_disabled_tools",
 )
 
 
@@ -70,6 +71,8 @@ class UserSettings:
     ignored_languages: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     #: Per-language release metadata listing asset digests (``{version}`` replaced), over the plugin's.
     release_metadata_urls: Mapping[str, str] = field(default_factory=dict)
+    #: Code-intelligence tools turned off (``kandev-lsp mcp`` neither lists nor runs them; B9.1).
+    disabled_tools: tuple[str, ...] = ()
 
     def server_config(self, language: str) -> Mapping[str, Any]:
         return self.server_configs.get(language, {})
@@ -101,6 +104,7 @@ class UserSettings:
             "lsp_status_location": self.status_location,
             "lsp_release_base_urls": dict(self.release_base_urls),
             "lsp_release_metadata_urls": dict(self.release_metadata_urls),
+            "lsp_disabled_tools": list(self.disabled_tools),
         }
 
 
@@ -214,6 +218,9 @@ def parse_settings(
         isinstance(v, str) and v.startswith(("http://", "https://")) for v in metadata_urls.values()
     ):
         raise SettingsError(f"{where}: lsp_release_metadata_urls must map language ids to http(s) URLs")
+    disabled_tools = data.get("lsp_disabled_tools", [])
+    if not isinstance(disabled_tools, list) or not all(isinstance(t, str) for t in disabled_tools):
+        raise SettingsError(f"{where}: lsp_disabled_tools must be a list of tool names (e.g. code_hover)")
     ignored = {
         name: ids
         for name, ids in zip(LANGUAGE_FIELDS, (ignored_start, ignored_install, ignored_configs), strict=True)
@@ -228,6 +235,7 @@ def parse_settings(
         source=where,
         ignored_languages=ignored,
         release_metadata_urls=metadata_urls,
+        disabled_tools=tuple(disabled_tools),
     )
 
 

@@ -45,6 +45,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "serve": ("serve", "add_serve_parser"),
     "broker": ("broker", "add_broker_parser"),
     "run": ("run", "add_run_parser"),
+    "mcp": ("mcp", "add_mcp_parser"),
+    "code": ("code", "add_code_parser"),
 }
 
 

@@ -1,0 +1,122 @@
+"""``kandev-lsp code TOOL --workspace DIR --json '{...}'``: one read tool call, one-shot (issue 9).
+
+For scripts and debugging: the same tools, schemas and results as the MCP server (``kandev-lsp mcp``),
+printed as JSON on stdout. Each run starts the language servers it needs and stops them after the
+answer, so it pays a cold start every time (seconds, not the milliseconds of a warm MCP session).
+
+Exit status: 0 when the result is ``ok``, 1 when the tool answered ``ok: false``, 2 usage.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from typing import TYPE_CHECKING, Any
+
+from kandev_lsp.cli.common import UsageError, add_settings_argument, print_json, task_from_args
+
+if TYPE_CHECKING:
+    from kandev_lsp.intel.service import IntelService
+
+#: Tool-call deadline of the one-shot command: a cold server's readiness is part of every call here.
+COLD_DEADLINE = 60.0
+
+
+def add_intel_arguments(parser: argparse.ArgumentParser) -> None:
+    """The workspace roots, the servers' environment, settings and pool limits (``code`` and ``mcp``)."""
+    parser.add_argument(
+        "--workspace",
+        metavar="DIR",
+        action="append",
+        default=[],
+        help="a workspace root (repeatable for a multi-root workspace; default: the current folder)",
+    )
+    parser.add_argument(
+        "--env",
+        metavar="KEY=VALUE",
+        action="append",
+        default=[],
+        help="an environment override for the language servers (repeatable; KEY= unsets KEY)",
+    )
+    add_settings_argument(parser, live=True)
+    parser.add_argument(
+        "--install",
+        action="store_true",
+        help="install a missing server (otherwise only lsp_auto_install_languages are installed)",
+    )
+    parser.add_argument(
+        "--disable-tool",
+        metavar="NAME",
+        action="append",
+        default=[],
+        help="a tool to turn off, on top of the lsp_disabled_tools setting (repeatable)",
+    )
+
+
+def open_service(args: argparse.Namespace, **options: Any) -> IntelService:
+    """The :class:`IntelService` the flags describe."""
+    from kandev_lsp.cli.common import load_plugins
+    from kandev_lsp.intel.service import IntelService
+    from kandev_lsp.settings import SettingsFile
+
+    folders = [os.path.abspath(folder) for folder in args.workspace] or [os.getcwd()]
+    for folder in folders:
+        if not os.path.isdir(folder):
+            raise UsageError(f"--workspace {folder}: not an existing folder")
+    env = task_from_args(argparse.Namespace(env=args.env, env_file=None, workspace=folders[0])).env
+    plugins = load_plugins()
+    settings = SettingsFile(args.settings, known=plugins.languages())
+    disabled = list(args.disable_tool)
+    user = settings.current()[0]
+    disabled += [name for name in user.disabled_tools if name not in disabled]
+    try:
+        return IntelService.open(
+            folders,
+            env=env,
+            plugins=plugins,
+            settings=settings,
+            disabled=disabled,
+            install=args.install,
+            **options,
+        )
+    except ValueError as error:
+        raise UsageError(str(error)) from None
+
+
+def add_code_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    parser = subparsers.add_parser(
+        "code",
+        help="run one code-intelligence tool (code_navigate, code_hover, ...) and print its JSON result",
+        description=(
+            "Run one read tool of the MCP server (`kandev-lsp mcp`) once: code_symbols, code_navigate, "
+            "code_hierarchy, code_hover, code_diagnostics or code_inlay_hints. Starts the servers it needs "
+            "and stops them afterwards, so every run pays a cold start. Exit status: 0 ok, 1 the tool "
+            "answered ok: false, 2 usage."
+        ),
+    )
+    parser.add_argument("tool", metavar="TOOL", help="the tool name (code_navigate) or op (navigate)")
+    parser.add_argument("--json", dest="payload", metavar="JSON", default="{}", help="the tool's arguments")
+    add_intel_arguments(parser)
+    parser.set_defaults(handler=run_code)
+
+
+def run_code(args: argparse.Namespace) -> int:
+    import asyncio
+
+    from kandev_lsp.intel.dispatch import IntelContext
+
+    try:
+        payload = json.loads(args.payload)
+    except json.JSONDecodeError as error:
+        raise UsageError(f"--json is not JSON: {error}") from None
+
+    async def call() -> dict[str, Any]:
+        async with open_service(args) as service:
+            return await service.dispatch(args.tool, payload, IntelContext(deadline=COLD_DEADLINE))
+
+    result = asyncio.run(call())
+    print_json(result)
+    sys.stdout.flush()
+    return 0 if result.get("ok") else 1
