@@ -155,3 +155,60 @@ def test_typescript_tools_on_typescript_language_server(
 ) -> None:
     folder = write(tmp_path / "ts", TYPESCRIPT)
     asyncio.run(_typescript_checks(folder, real_servers, tag))
+
+
+async def _multi_root_checks(first: Path, second: Path, real_servers: RealServers, tag: str) -> None:
+    async with _service([first, second], real_servers, tag, root_ids=["one", "two"]) as service:
+        call = service.dispatch
+        ambiguous = await call("code_symbols", {"path": "lib.py"}, SLOW)
+        assert not ambiguous["ok"] and ambiguous["ambiguous"], ambiguous
+        assert {c["rootId"] for c in ambiguous["candidates"]} == {"one", "two"}
+        two = await call("code_symbols", {"path": "lib.py", "rootId": "two"}, SLOW)
+        assert two["ok"] and two["path"] == "two/lib.py", two
+        assert [s["name"] for s in two["symbols"]] == ["only_in_two"], two
+        refs = await call(
+            "code_navigate", {"target": {"path": "one/lib.py", "symbol": "greet"}, "kind": "references"}, SLOW
+        )
+        assert refs["ok"] and {p for p, _ in _lines(refs)} == {"one/lib.py", "one/app.py"}, refs
+        # Server answers outside every root are omitted and counted, never shown (B8.11).
+        builtin = await call(
+            "code_navigate",
+            {"target": {"path": "one/app.py", "line": 5, "matchText": "print"}, "kind": "definition"},
+            SLOW,
+        )
+        assert builtin["ok"] and builtin["files"] == [] and builtin["totalFound"] == 0, builtin
+        assert builtin["omitted"]["outsideWorkspace"] >= 1, builtin  # typeshed's print (and its overloads)
+        assert len(service.pool.servers) == 2  # one pyright per project root
+
+
+def test_multi_root_with_a_duplicate_relative_path(
+    tmp_path: Path, real_servers: RealServers, tag: str
+) -> None:
+    first = write(tmp_path / "one", PYTHON)
+    second = write(
+        tmp_path / "two",
+        {"pyproject.toml": PYTHON["pyproject.toml"], "lib.py": "def only_in_two() -> int:\n    return 2\n"},
+    )
+    asyncio.run(_multi_root_checks(first, second, real_servers, tag))
+
+
+async def _missing_checks(folder: Path, tag: str) -> None:
+    home = folder.parent / "empty-home"
+    home.mkdir()
+    env = TaskEnvironment.from_agent({"HOME": str(home), "PATH": "/usr/bin:/bin", TAG_VARIABLE: tag})
+    async with IntelService.open([folder], env=env) as service:
+        refs = await service.dispatch(
+            "code_navigate", {"target": {"path": "src/lib.ts", "line": 12}, "kind": "references"}
+        )
+        assert refs["ok"] and refs["totalFound"] == 0, refs
+        assert "kandev-lsp install typescript" in refs["notice"], refs
+        assert refs["summary"].startswith("No typescript language server is installed")
+        hover = await service.dispatch("code_hover", {"target": {"path": "src/lib.ts", "line": 12}})
+        assert not hover["ok"] and "kandev-lsp install typescript" in hover["error"], hover
+        other = await service.dispatch("code_symbols", {"path": "tsconfig.json"})
+        assert other["ok"] and "No language server handles files like 'tsconfig.json'" in other["notice"]
+
+
+def test_a_missing_server_gives_an_actionable_notice(tmp_path: Path, tag: str) -> None:
+    folder = write(tmp_path / "ts", TYPESCRIPT)
+    asyncio.run(_missing_checks(folder, tag))
