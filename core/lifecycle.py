@@ -94,6 +94,18 @@ class InstallPolicy:
         return cls(requested=requested, auto_languages=languages)
 
 
+def refusal(resolution: Resolution, policy: InstallPolicy) -> LaunchFailure | None:
+    """Why :meth:`Lifecycle.ensure` would fail at once for ``resolution`` (pure), None when it is found or
+    ``policy`` lets it be installed. ``run`` asks before it opens stdio, to exit with the reason's code."""
+    if resolution.found:
+        return None
+    assert resolution.reason is not None
+    failure = _MISSING[resolution.reason]
+    if failure is LaunchFailure.INSTALLABLE_NOT_REQUESTED and policy.allows(resolution.language):
+        return None
+    return failure
+
+
 class LaunchObserver(Protocol):
     """What a front end hears while a server is prepared. Every method is optional in spirit: subclass
     :class:`QuietObserver` and override what you show."""
@@ -206,9 +218,8 @@ class Lifecycle:
             resolution = await self.resolve(language, task)
         if resolution.found:
             return resolution
-        assert resolution.reason is not None
-        failure = _MISSING[resolution.reason]
-        if failure is not LaunchFailure.INSTALLABLE_NOT_REQUESTED or not policy.allows(language):
+        failure = refusal(resolution, policy)
+        if failure is not None:
             raise LaunchError(failure, resolution.message, resolution=resolution)
         return await self._install(language, task, observer or QuietObserver())
 

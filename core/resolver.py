@@ -34,23 +34,6 @@ class MissingReason(StrEnum):
     CACHE_UNAVAILABLE = "cache_unavailable"
 
 
-#: Stream close codes of the task-host contract for each reason.
-CLOSE_CODES: dict[MissingReason, int] = {
-    MissingReason.INSTALLABLE_NOT_REQUESTED: 4001,
-    MissingReason.NO_INSTALLER: 4007,
-    MissingReason.CACHE_UNAVAILABLE: 4007,
-}
-
-#: Exit codes of ``kandev-lsp resolve`` (documented in docs/resolve-contract.md).
-EXIT_FOUND = 0
-EXIT_CODES: dict[MissingReason, int] = {
-    MissingReason.INSTALLABLE_NOT_REQUESTED: 10,
-    MissingReason.NO_INSTALLER: 11,
-    MissingReason.CACHE_UNAVAILABLE: 12,
-    MissingReason.UNSUPPORTED_LANGUAGE: 13,
-}
-
-
 @dataclass(frozen=True, slots=True)
 class ExplainStep:
     """One candidate the resolver considered and what it decided."""
@@ -78,14 +61,23 @@ class Resolution:
     installable: bool = False
     trail: tuple[ExplainStep, ...] = field(default=(), repr=False)
 
+    # The codes belong to the front ends (issue 8 "One lifecycle"): the stream's close codes to
+    # ``stream/contract.py``, ``resolve``'s exit codes to ``cli/resolve.py``. These delegate for the
+    # ``resolve --json`` contract; both modules are import-light (no asyncio, no websockets).
     @property
     def close_code(self) -> int | None:
-        """The stream close code for a missing server (4001 / 4007), None when found."""
-        return CLOSE_CODES.get(self.reason) if self.reason else None
+        """The stream close code for a missing server (4001 / 4007), None when found or unknown."""
+        from kandev_lsp.stream.contract import MISSING_CLOSE_CODES
+
+        code = MISSING_CLOSE_CODES.get(self.reason) if self.reason else None
+        return int(code) if code is not None else None
 
     @property
     def exit_code(self) -> int:
-        return EXIT_CODES[self.reason] if self.reason else EXIT_FOUND
+        """``kandev-lsp resolve``'s exit code (0 found, 10-13 missing)."""
+        from kandev_lsp.cli.resolve import resolve_exit_code
+
+        return resolve_exit_code(self.reason)
 
     def to_json(self, *, explain: bool = False) -> dict[str, Any]:
         """The versioned JSON contract of ``kandev-lsp resolve --json``."""

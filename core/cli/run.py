@@ -34,7 +34,8 @@ from kandev_lsp.cli.serve import (
 
 if TYPE_CHECKING:
     from kandev_lsp.host import PluginHost
-    from kandev_lsp.install import InstallProgress
+    from kandev_lsp.install import InstallProgress, InstallReceipt
+    from kandev_lsp.lifecycle import Lifecycle
     from kandev_lsp.resolver import Resolution
     from kandev_lsp.session import BridgeLimits
     from kandev_lsp.settings import SettingsFile
@@ -71,26 +72,41 @@ def add_run_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParse
 def run_run(args: argparse.Namespace) -> int:
     import asyncio
 
-    from kandev_lsp.resolver import Resolver
+    from kandev_lsp.lifecycle import Lifecycle, refusal
 
     configure_logging(args.log_level)
     task = stream_task(args)
     plugins = load_plugins()
     settings = open_settings(args, plugins.languages())
-    resolution = Resolver(plugins).resolve(args.language, task)
-    if not resolution.found and not (resolution.installable and args.install):
+    lifecycle = Lifecycle(plugins, settings=settings)
+    resolution = lifecycle.resolve_now(args.language, task)
+    failure = refusal(resolution, lifecycle.policy(requested=args.install))
+    if failure is not None:
         hint = (
             f" For an editor, run `kandev-lsp run {args.language} --install`."
             if resolution.installable
             else ""
         )
         print(f"kandev-lsp: {resolution.message}{hint}", file=sys.stderr)
-        return resolution.exit_code
+        return launch_exit_code(failure)
     signalled: list[int] = []
     status = asyncio.run(run_stdio(plugins, task, resolution, settings, signalled=signalled))
     if signalled:
         die_by_signal(signalled[0])
     return status
+
+
+def launch_exit_code(failure: str) -> int:
+    """``run``'s exit status when no server could be had (a :class:`~kandev_lsp.lifecycle.LaunchFailure`):
+    as ``resolve`` for a missing server (10-13), 20 install failed, 21 start failed, 0 install cancelled
+    (the editor left)."""
+    from kandev_lsp.cli.resolve import EXIT_CODES
+
+    return {
+        "install_failed": EXIT_INSTALL_FAILED,
+        "start_failed": EXIT_START_FAILED,
+        "install_cancelled": 0,
+    }.get(failure) or EXIT_CODES[failure]
 
 
 #: The signals that stop ``run`` (after the server tree is stopped): Ctrl-C, ``kill``, and a hangup
@@ -116,37 +132,25 @@ def die_by_signal(signum: int) -> int:
     return 128 + signum
 
 
-def _report_progress(report: InstallProgress) -> None:
-    if report.phase == "downloading" and report.bytes_done is not None:
-        total = f"/{report.bytes_total}" if report.bytes_total else ""
-        text = f"downloading {report.bytes_done}{total} bytes"
-    else:
-        text = report.message or report.phase.replace("_", " ")
-    print(f"kandev-lsp: {report.language}: {text}", file=sys.stderr, flush=True)
+class _StderrObserver:
+    """``run``'s view of an install: progress and failures on stderr (stdout carries only LSP frames)."""
 
+    async def installing(self, language: str) -> None:
+        print(f"kandev-lsp: installing the {language} server", file=sys.stderr, flush=True)
 
-async def install_then_resolve(
-    plugins: PluginHost, task: Task, language: str, settings: SettingsFile | None = None
-) -> Resolution | int:
-    """Install the server (progress on stderr) and resolve again; an exit status when that fails."""
-    from kandev_lsp.install import InstallError, InstallManager, NoInstallerError
-    from kandev_lsp.resolver import Resolver
+    def progress(self, report: InstallProgress) -> None:
+        if report.phase == "downloading" and report.bytes_done is not None:
+            total = f"/{report.bytes_total}" if report.bytes_total else ""
+            text = f"downloading {report.bytes_done}{total} bytes"
+        else:
+            text = report.message or report.phase.replace("_", " ")
+        print(f"kandev-lsp: {report.language}: {text}", file=sys.stderr, flush=True)
 
-    mirrors = settings.current()[0].release_base_urls if settings is not None else None
-    try:
-        async with InstallManager(plugins, release_base_urls=mirrors) as installer:
-            await installer.install(language, task, progress=_report_progress)
-    except NoInstallerError as exc:
-        print(f"kandev-lsp: {exc}", file=sys.stderr)
-        return Resolver(plugins).resolve(language, task).exit_code or EXIT_INSTALL_FAILED
-    except InstallError as exc:
-        print(f"kandev-lsp: {exc}", file=sys.stderr)
-        return EXIT_INSTALL_FAILED
-    resolution = Resolver(plugins).resolve(language, task)
-    if not resolution.found:
-        print(f"kandev-lsp: installed, but still not found: {resolution.message}", file=sys.stderr)
-        return EXIT_INSTALL_FAILED
-    return resolution
+    async def installed(self, language: str, receipt: InstallReceipt) -> None:
+        print(f"kandev-lsp: installed the {language} server {receipt.version}", file=sys.stderr, flush=True)
+
+    async def install_failed(self, language: str, message: str) -> None:
+        print(f"kandev-lsp: {message}", file=sys.stderr, flush=True)
 
 
 def _stderr_passthrough(text: str) -> None:
@@ -204,13 +208,21 @@ async def run_stdio(
 
 
 async def _install_unless_the_editor_leaves(
-    plugins: PluginHost, task: Task, language: str, settings: SettingsFile | None, channel: StdioChannel
+    lifecycle: Lifecycle, task: Task, resolution: Resolution, channel: StdioChannel
 ) -> Resolution | int:
-    """Install while watching the editor's input: its end (the editor quit or gave up waiting, e.g.
-    eglot after 30 s) cancels the install. Messages it sends meanwhile stay in the pipe for the server."""
+    """Install (through the lifecycle) while watching the editor's input: its end (the editor quit or
+    gave up waiting, e.g. eglot after 30 s) cancels the install. Messages it sends meanwhile stay in the
+    pipe for the server."""
     import asyncio
 
-    install = asyncio.ensure_future(install_then_resolve(plugins, task, language, settings))
+    from kandev_lsp.lifecycle import LaunchError
+
+    language = resolution.language
+    install = asyncio.ensure_future(
+        lifecycle.ensure(
+            language, task, lifecycle.policy(requested=True), _StderrObserver(), resolution=resolution
+        )
+    )
     left = asyncio.ensure_future(channel.input_closed.wait())
     editor_left = False
     try:
@@ -227,7 +239,10 @@ async def _install_unless_the_editor_leaves(
             f"kandev-lsp: the editor closed its input; the {language} install was cancelled", file=sys.stderr
         )
         return 0
-    return install.result()
+    try:
+        return install.result()
+    except LaunchError as exc:
+        return launch_exit_code(exc.failure)
 
 
 async def _run_stdio(
@@ -239,37 +254,33 @@ async def _run_stdio(
     stdin: BinaryIO | None = None,
     stdout: BinaryIO | None = None,
 ) -> int:
-
-    from kandev_lsp.process import ProcessStartError, ProcessSupervisor
-    from kandev_lsp.session import ServerSession
+    from kandev_lsp.lifecycle import LaunchError, Lifecycle
+    from kandev_lsp.process import ProcessSupervisor
     from kandev_lsp.stream.bridge import BridgeEnd, bridge
     from kandev_lsp.stream.stdio import open_stdio
 
     channel = await open_stdio(limits, stdin=stdin, stdout=stdout)  # watched from the start (item 7)
     try:
-        if not resolution.found:
-            installed = await _install_unless_the_editor_leaves(
-                plugins, task, resolution.language, settings, channel
-            )
-            if isinstance(installed, int):
-                return installed
-            resolution = installed
-        async with ProcessSupervisor() as supervisor:
+        async with (
+            ProcessSupervisor() as supervisor,
+            Lifecycle(plugins, settings=settings, supervisor=supervisor) as lifecycle,
+        ):
+            if not resolution.found:
+                installed = await _install_unless_the_editor_leaves(lifecycle, task, resolution, channel)
+                if isinstance(installed, int):
+                    return installed
+                resolution = installed
             try:
-                session = await ServerSession.start(
-                    resolution.argv,
+                session = await lifecycle.start(
+                    resolution,
                     task,
-                    language=plugins.language(resolution.language),
-                    plugins=plugins,
-                    settings=settings,
                     limits=limits,
-                    supervisor=supervisor,
                     stderr=_stderr_passthrough,
                     ask_client_configuration=True,  # an editor's own server settings apply (item 18)
                 )
-            except ProcessStartError as exc:
+            except LaunchError as exc:
                 print(f"kandev-lsp: {exc}", file=sys.stderr)
-                return EXIT_START_FAILED
+                return launch_exit_code(exc.failure)
             try:
                 result = await bridge(session, channel)
                 # After the editor left, the server gets exit_grace to exit by itself (its status is kept).

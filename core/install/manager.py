@@ -30,6 +30,7 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from kandev_lsp.errors import UnknownLanguageError
+from kandev_lsp.executables import managed_cache
 from kandev_lsp.fileprobe import LocalFileProbe, ProbeStatus
 from kandev_lsp.install.cache import ServerCache, cached_languages, remove_tree
 from kandev_lsp.install.context import InstallContext, Staged
@@ -184,6 +185,13 @@ class InstallManager:
             digest_sources=self._options.digest_sources(spec.id),
         )
         assert root is not None  # plan_install refuses a disabled cache
+        cache = managed_cache(task.workspace, task.env, LocalFileProbe(task.host))
+        if not cache.usable:  # the resolver would refuse what this installs: never install it (issue 8)
+            raise NoInstallerError(
+                spec.id,
+                f"cannot install the {spec.display_name} server: {cache.reason}. Or put the server on the "
+                "task's PATH, outside the workspace.",
+            )
         # The hook answers "installable unattended"; for a release asset (plan_install found one for this
         # host), a digest source the user gives settles the one thing the default answer cannot know.
         user_digest = plan.asset is not None and (

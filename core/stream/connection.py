@@ -20,8 +20,9 @@ import logging
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from kandev_lsp.resolver import Resolution, Resolver
-from kandev_lsp.session import BridgeLimits, ServerSession, log_event
+from kandev_lsp.lifecycle import LaunchError, LaunchFailure, Lifecycle, QuietObserver
+from kandev_lsp.resolver import Resolution
+from kandev_lsp.session import BridgeLimits, log_event
 from kandev_lsp.settings import SettingsFile
 from kandev_lsp.stream import contract
 from kandev_lsp.stream.bridge import BridgeEnd, bridge
@@ -33,7 +34,7 @@ from websockets.exceptions import ConnectionClosed
 
 if TYPE_CHECKING:
     from kandev_lsp.host import PluginHost
-    from kandev_lsp.install import InstallManager, InstallProgress
+    from kandev_lsp.install import InstallProgress, InstallReceipt
     from kandev_lsp.process import ProcessSupervisor
 
 log = logging.getLogger("kandev_lsp.stream")
@@ -82,18 +83,22 @@ class StreamContext:
     limits: BridgeLimits
     settings: SettingsFile | None
     supervisor: ProcessSupervisor | None
-    installer: InstallManager | None = None
+    #: The one lifecycle (resolve -> install -> resolve -> start) every connection walks; built on first use
+    #: so a supervisor set after construction (:meth:`StreamServer.start`) is the one it uses.
+    _lifecycle: Lifecycle | None = None
     #: Set when ``serve`` shuts down: connections then close with 1001 and log a teardown.
     stopping: bool = False
 
-    def install_manager(self) -> InstallManager:
-        """The shared install manager, created on the first install (it imports the installers)."""
-        if self.installer is None:
-            from kandev_lsp.install import InstallManager
+    @property
+    def lifecycle(self) -> Lifecycle:
+        if self._lifecycle is None:
+            self._lifecycle = Lifecycle(self.plugins, settings=self.settings, supervisor=self.supervisor)
+        return self._lifecycle
 
-            urls = self.settings.current()[0].release_base_urls if self.settings else None
-            self.installer = InstallManager(self.plugins, supervisor=self.supervisor, release_base_urls=urls)
-        return self.installer
+    async def aclose(self) -> None:
+        """Cancel and reap installs still running."""
+        if self._lifecycle is not None:
+            await self._lifecycle.aclose()
 
 
 class _Closed(Exception):
@@ -162,41 +167,33 @@ class StreamConnection:
             self._log("connection_close", reason="client gone before a status frame")
             raise _Closed() from None
 
-    async def _resolve(self) -> Resolution:
-        resolver = Resolver(self.ctx.plugins)
-        return await asyncio.to_thread(resolver.resolve, self.language, self.ctx.task)
-
     async def _walk(self) -> None:
-        resolution = await self._resolve()
+        lifecycle = self.ctx.lifecycle
+        resolution = await lifecycle.resolve(self.language, self.ctx.task)
         pending: list[bytes] = []
         if not resolution.found:
-            code = resolution.close_code or CloseCode.NO_INSTALLER
-            if code == CloseCode.INSTALLABLE_NOT_REQUESTED and self.request.auto_install:
-                resolution, pending = await self._install()
-            else:
-                raise await self._close(CloseCode(code), resolution.message)
+            resolution, pending = await self._ensure(resolution)
         await self._serve(resolution, pending)
 
     # Install ------------------------------------------------------------------------------------------
-    async def _install(self) -> tuple[Resolution, list[bytes]]:
-        from kandev_lsp.install import InstallCancelled, InstallError, NoInstallerError
-
-        await self._status(contract.installing_frame(self.language))  # before waiting for the lock
-        self._log("install_start")
-        installer = self.ctx.install_manager()
-        install = asyncio.ensure_future(
-            installer.install(self.language, self.ctx.task, progress=self._progress)
+    async def _ensure(self, missing: Resolution) -> tuple[Resolution, list[bytes]]:
+        """The lifecycle decides whether to install (K9.2-K9.5); this keeps the hand-off rule: while the
+        install runs, a client message or disconnect cancels it (1001)."""
+        policy = self.ctx.lifecycle.policy(requested=self.request.auto_install)
+        observer = _StreamObserver(self)
+        ensure = asyncio.ensure_future(
+            self.ctx.lifecycle.ensure(self.language, self.ctx.task, policy, observer, resolution=missing)
         )
         listen = asyncio.ensure_future(self.ws.recv(decode=False))
         try:
-            await asyncio.wait({install, listen}, return_when=asyncio.FIRST_COMPLETED)
+            await asyncio.wait({ensure, listen}, return_when=asyncio.FIRST_COMPLETED)
         except BaseException:  # this handler was cancelled: leave nothing running
-            await _cancel(install, InstallCancelled, InstallError)
+            await _cancel(ensure, LaunchError, _Closed, Exception)
             await _cancel(listen, ConnectionClosed)
             raise
-        await _cancel(install, InstallCancelled, InstallError)  # the client spoke or left first
+        await _cancel(ensure, LaunchError, _Closed, Exception)  # the client spoke or left first
         pending: list[bytes] = []
-        if install.cancelled():
+        if ensure.cancelled():
             if self.ctx.stopping:
                 why = "kandev-lsp is stopping (teardown)"
             elif listen.exception():
@@ -209,65 +206,41 @@ class StreamConnection:
             await _cancel(listen, ConnectionClosed)  # safe: websockets keeps the message for the next recv()
         elif listen.exception() is None:
             pending.append(listen.result())  # the hand-off: the install finished first, the message is kept
-        else:
+        elif observer.started:
             self._log("install_orphaned", detail="the client disconnected as the install finished")
             raise _Closed()
         try:
-            receipt = install.result()
-        except InstallCancelled as exc:
-            self._log("install_cancelled", detail=str(exc))
-            raise await self._close(CloseCode.GOING_AWAY, "install cancelled") from None
-        except NoInstallerError as exc:
-            await self._install_failed(str(exc))
-            raise await self._close(CloseCode.NO_INSTALLER, _first_line(exc)) from None
-        except InstallError as exc:
-            await self._install_failed(str(exc))
-            raise await self._close(CloseCode.INSTALL_FAILED, _first_line(exc)) from None
+            resolution = ensure.result()
+        except LaunchError as exc:
+            if exc.failure is LaunchFailure.INSTALL_CANCELLED:
+                self._log("install_cancelled", detail=str(exc))
+            code = contract.launch_close_code(exc.failure)
+            level = logging.WARNING if observer.started else logging.INFO
+            detail = str(exc) if exc.failure is not LaunchFailure.INSTALL_CANCELLED else "install cancelled"
+            if exc.failure in (LaunchFailure.INSTALL_FAILED, LaunchFailure.NO_INSTALLER) and observer.started:
+                detail = exc.first_line
+            raise await self._close(code, detail, level) from None
+        except _Closed:
+            raise
         except Exception as exc:  # a bug or an unexpected OS failure: still tell the client clearly
             log.exception("event=install_crashed conn=%s language=%s", self.name, self.language)
-            await self._install_failed(
+            await observer.install_failed(
+                self.language,
                 f"the install of the {self.language} server failed unexpectedly ({type(exc).__name__}); "
-                "see the kandev-lsp log, then retry"
+                "see the kandev-lsp log, then retry",
             )
             raise await self._close(CloseCode.INSTALL_FAILED, type(exc).__name__) from None
-        resolution = await self._resolve()
-        if not resolution.found:
-            message = (
-                f"the {self.language} server was installed ({receipt.version}) but is still not found: "
-                f"{resolution.message} Run `kandev-lsp resolve {self.language} --explain` to see why."
-            )
-            await self._install_failed(message)
-            raise await self._close(CloseCode.INSTALL_FAILED, "installed but not resolvable")
-        self._log("install_done", version=receipt.version)
-        await self._status(contract.installed_frame(self.language))
+        if observer.started:
+            await self._status(contract.installed_frame(self.language))
         return resolution, pending
-
-    def _progress(self, report: InstallProgress) -> None:
-        if report.phase != "downloading" or report.bytes_done == report.bytes_total:
-            self._log("install_progress", level=logging.DEBUG, phase=report.phase, done=report.bytes_done)
-
-    async def _install_failed(self, error: str) -> None:
-        self._log("install_failed", logging.WARNING, detail=_first_line_of(error))
-        with contextlib.suppress(_Closed):
-            await self._status(contract.install_failed_frame(self.language, error))
 
     # Serve --------------------------------------------------------------------------------------------
     async def _serve(self, resolution: Resolution, pending: list[bytes]) -> None:
-        from kandev_lsp.process import ProcessStartError
-
-        spec = self.ctx.plugins.language(self.language)
         try:
-            session = await ServerSession.start(
-                resolution.argv,
-                self.ctx.task,
-                language=spec,
-                plugins=self.ctx.plugins,
-                settings=self.ctx.settings,
-                limits=self.ctx.limits,
-                supervisor=self.ctx.supervisor,
-            )
-        except ProcessStartError as exc:
-            raise await self._close(CloseCode.START_FAILED, _first_line(exc), logging.WARNING) from None
+            session = await self.ctx.lifecycle.start(resolution, self.ctx.task, limits=self.ctx.limits)
+        except LaunchError as exc:
+            code = contract.launch_close_code(exc.failure)
+            raise await self._close(code, exc.first_line, logging.WARNING) from None
         self._log("server_start", pid=session.pid, source=resolution.source)
         try:
             await self._status(
@@ -295,6 +268,36 @@ class StreamConnection:
         raise await self._close(code, detail, level, reason=reason)
 
 
+class _StreamObserver(QuietObserver):
+    """The stream's status frames and log lines for an install (K9.3: ``installing`` is written before the
+    install waits for the lock; when it cannot be written, :class:`_Closed` ends the walk, nothing installed)."""
+
+    def __init__(self, connection: StreamConnection) -> None:
+        self.connection = connection
+        self.started = False
+
+    async def installing(self, language: str) -> None:
+        await self.connection._status(contract.installing_frame(language))
+        self.started = True
+        self.connection._log("install_start")
+
+    def progress(self, report: InstallProgress) -> None:
+        if report.phase != "downloading" or report.bytes_done == report.bytes_total:
+            self.connection._log(
+                "install_progress", level=logging.DEBUG, phase=report.phase, done=report.bytes_done
+            )
+
+    async def installed(self, language: str, receipt: InstallReceipt) -> None:
+        # The ``installed`` frame is sent by the walk after the hand-off decision, so a client that
+        # answers it at once never cancels an install that has already finished.
+        self.connection._log("install_done", version=receipt.version)
+
+    async def install_failed(self, language: str, message: str) -> None:
+        self.connection._log("install_failed", logging.WARNING, detail=_first_line_of(message))
+        with contextlib.suppress(_Closed):
+            await self.connection._status(contract.install_failed_frame(language, message))
+
+
 async def _cancel(task: asyncio.Future[Any], *expected: type[BaseException]) -> None:
     """Cancel ``task`` if it is still running and wait for it, swallowing the errors it may end with."""
     if task.done():
@@ -302,10 +305,6 @@ async def _cancel(task: asyncio.Future[Any], *expected: type[BaseException]) -> 
     task.cancel()
     with contextlib.suppress(asyncio.CancelledError, *expected):
         await task
-
-
-def _first_line(exc: BaseException) -> str:
-    return _first_line_of(str(exc)) or type(exc).__name__
 
 
 def _first_line_of(text: str) -> str:

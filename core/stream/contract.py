@@ -58,6 +58,33 @@ CLOSE_REASONS: Mapping[int, str] = {
     CloseCode.START_FAILED: "server failed to start",
     CloseCode.TRANSPORT_FAILED: "transport failed",
 }
+#: The close code for each way no server could be had (keyed by :class:`kandev_lsp.lifecycle.LaunchFailure`
+#: values, so this module stays import-light). An unknown language is answered 400 before the upgrade;
+#: one that slips through (a plugin unloaded meanwhile) is "unavailable here" (4007).
+LAUNCH_CLOSE_CODES: Mapping[str, CloseCode] = {
+    "installable_not_requested": CloseCode.INSTALLABLE_NOT_REQUESTED,
+    "no_installer": CloseCode.NO_INSTALLER,
+    "cache_unavailable": CloseCode.NO_INSTALLER,
+    "unsupported_language": CloseCode.NO_INSTALLER,
+    "install_failed": CloseCode.INSTALL_FAILED,
+    "install_cancelled": CloseCode.GOING_AWAY,
+    "start_failed": CloseCode.START_FAILED,
+}
+
+#: The close code ``kandev-lsp resolve --json`` reports as ``closeCode`` for each missing reason
+#: (:class:`kandev_lsp.resolver.MissingReason` values); an unknown language has none.
+MISSING_CLOSE_CODES: Mapping[str, CloseCode] = {
+    "installable_not_requested": CloseCode.INSTALLABLE_NOT_REQUESTED,
+    "no_installer": CloseCode.NO_INSTALLER,
+    "cache_unavailable": CloseCode.NO_INSTALLER,
+}
+
+
+def launch_close_code(failure: str) -> CloseCode:
+    """The close code for a :class:`~kandev_lsp.lifecycle.LaunchFailure` (pure)."""
+    return LAUNCH_CLOSE_CODES[failure]
+
+
 #: The reason of a 4006 sent because the client stopped reading (the server was stopped for it).
 CLIENT_TOO_SLOW = "client too slow"
 

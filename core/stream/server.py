@@ -143,8 +143,7 @@ class StreamServer:
                 )
             self._server.close(reason=CLOSE_REASONS[CloseCode.GOING_AWAY])
             await self._server.wait_closed()
-        if self._ctx.installer is not None:
-            await self._ctx.installer.aclose()
+        await self._ctx.aclose()
         if self._owns_supervisor and self._supervisor is not None:
             await self._supervisor.aclose()
         log_event(log, "stopped")

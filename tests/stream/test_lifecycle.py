@@ -164,3 +164,24 @@ def test_cancelling_the_caller_cancels_and_cleans_the_install(kit: StreamKit) ->
         assert not _installed(kit.home, "fake-slow")
 
     asyncio.run(scenario())
+
+
+def test_the_manager_refuses_a_cache_the_resolver_would_refuse(kit: StreamKit) -> None:
+    """The workspace holds the cache but not HOME: the resolver would never run what lands there, so the
+    install manager refuses it up front (NoInstallerError with the cache's reason) and downloads nothing.
+    Asked directly, not through the lifecycle: the lifecycle's first resolve already says so."""
+    from kandev_lsp.install import InstallManager, NoInstallerError
+    from kandev_lsp.taskenv import Task, TaskEnvironment
+
+    cache_parent = kit.home / ".kandev"
+    cache_parent.mkdir()
+    env = TaskEnvironment.from_agent({"HOME": str(kit.home)})
+
+    async def scenario() -> None:
+        async with InstallManager(kit.plugins()) as manager:
+            with pytest.raises(NoInstallerError, match="inside the task workspace"):
+                await manager.install("fake-release", Task(str(cache_parent), env))
+
+    asyncio.run(scenario())
+    assert kit.release is not None and kit.release.requests == []
+    assert not _installed(kit.home, "fake-release")
