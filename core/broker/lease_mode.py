@@ -534,6 +534,18 @@ class LeaseMode:
             lease.closed_by_broker = True  # serve then stops the tree, but nobody confirms it
             await _close_upstream(upstream, self.config.write_timeout)
 
+    # --- an execution's end (K12.20, K13.4) --------------------------------------------------------
+
+    async def close_execution(self, execution: str, reason: ReleaseReason) -> int:
+        """Close every lease of ``execution`` (attached clients get 4002) and wait for their upstreams to
+        end, bounded by the stop sequence's deadlines. Returns how many leases were closed."""
+        self.perform(self.book.close_execution(execution, reason))
+        closing = [lease for lease in self._leases.values() if lease.execution.id == execution]
+        tasks = [task for lease in closing for task in (lease.reader, lease.stopper) if task]
+        if tasks:
+            await asyncio.wait(tasks, timeout=self.config.shutdown_timeout + self.config.cleanup_timeout + 2)
+        return len(closing)
+
     # --- shutdown ----------------------------------------------------------------------------------
 
     async def aclose(self) -> None:

@@ -45,6 +45,7 @@ __all__ = [
     "LeaseView",
     "Outcome",
     "Phase",
+    "ReclaimFences",
     "ReclaimTicket",
     "RejectWaiting",
     "ReleaseReason",
@@ -248,6 +249,37 @@ class ReclaimTicket:
     generation: int
 
 
+class ReclaimFences:
+    """Generation-checked reclaim fences, one per execution (K13.3): the one rule both broker modes share.
+
+    The caller says whether the execution is pinned (by a lease, or by a proxied connection), so the
+    same fence works over a :class:`LeaseBook` and over the plain proxy. A fence, once held, refuses
+    admission onto its execution; only its own ticket confirms or drops it, so a stale reclaim can never
+    end a newer one.
+    """
+
+    def __init__(self) -> None:
+        self._fences: dict[str, int] = {}
+        self._serial = 0
+
+    def held(self, execution: str) -> bool:
+        return execution in self._fences
+
+    def begin(self, execution: str, *, pinned: bool) -> ReclaimTicket | None:
+        if pinned:
+            return None
+        self._serial += 1
+        self._fences[execution] = self._serial
+        return ReclaimTicket(execution, self._serial)
+
+    def confirm(self, ticket: ReclaimTicket, *, pinned: bool) -> bool:
+        return self._fences.get(ticket.execution) == ticket.generation and not pinned
+
+    def end(self, ticket: ReclaimTicket) -> None:
+        if self._fences.get(ticket.execution) == ticket.generation:
+            del self._fences[ticket.execution]
+
+
 @dataclass(slots=True)
 class _Lease:
     lease_id: str
@@ -289,8 +321,7 @@ class LeaseBook:
         self._order = 0
         self._evicted = 0
         self._released = dict.fromkeys(ReleaseReason, 0)
-        self._fences: dict[str, int] = {}
-        self._fence_serial = 0
+        self.fences = ReclaimFences()
         self._stopping = False
 
     # --- queries ---------------------------------------------------------------------------------
@@ -341,7 +372,7 @@ class LeaseBook:
         """
         if self._stopping:
             return self._refuse(language, _GOING_AWAY, "shutdown")
-        if execution in self._fences:
+        if self.fences.held(execution):
             return self._refuse(language, _SESSION_UNAVAILABLE, "reclaim")
         lease = self._leases.get(hint) if hint else None
         same_place = lease is not None and (lease.execution, lease.language) == (execution, language)
@@ -575,23 +606,16 @@ class LeaseBook:
     def begin_reclaim(self, execution: str) -> ReclaimTicket | None:
         """Start reclaiming ``execution``: refused (``None``) while a lease pins it. Otherwise a fence is
         held, and admission onto the execution is refused until :meth:`end_reclaim`."""
-        if self.is_pinned(execution):
-            return None
-        self._fence_serial += 1
-        self._fences[execution] = self._fence_serial
-        return ReclaimTicket(execution, self._fence_serial)
+        return self.fences.begin(execution, pinned=self.is_pinned(execution))
 
     def confirm_reclaim(self, ticket: ReclaimTicket) -> bool:
         """The recheck just before cleanup: the ticket's fence is still the current one and nothing pins
         the execution."""
-        return self._fences.get(ticket.execution) == ticket.generation and not self.is_pinned(
-            ticket.execution
-        )
+        return self.fences.confirm(ticket, pinned=self.is_pinned(ticket.execution))
 
     def end_reclaim(self, ticket: ReclaimTicket) -> None:
         """Drop the fence (the reclaim finished or was given up). A stale ticket does nothing."""
-        if self._fences.get(ticket.execution) == ticket.generation:
-            del self._fences[ticket.execution]
+        self.fences.end(ticket)
 
     # --- helpers ---------------------------------------------------------------------------------
 

@@ -31,7 +31,14 @@ from kandev_lsp.broker.config import DEFAULT_DETACH_TIMEOUT, DEFAULT_MAX_CONNECT
 from kandev_lsp.broker.contract import BadBrokerRequest, BrokerQuery, parse_broker_path, parse_broker_query
 from kandev_lsp.broker.directory import DirectoryError, Execution, ExecutionDirectory, replaced_executions
 from kandev_lsp.broker.lease_mode import LeaseMode, LeaseModeConfig
-from kandev_lsp.broker.leases import LeaseBook, LeaseConfig, LeaseCounts, ReleaseReason
+from kandev_lsp.broker.leases import (
+    LeaseBook,
+    LeaseConfig,
+    LeaseCounts,
+    ReclaimFences,
+    ReclaimTicket,
+    ReleaseReason,
+)
 from kandev_lsp.broker.metrics import CONTENT_TYPE, BrokerMetrics
 from kandev_lsp.session import log_event
 from websockets.asyncio.client import ClientConnection, connect
@@ -96,6 +103,10 @@ class BrokerServer:
         self._authorizer = authorizer
         self._server: Server | None = None
         self._proxied = 0
+        #: Proxy mode: the open proxied clients by execution (each pins it, K13.1) and the fences.
+        self._proxies: dict[str, set[ServerConnection]] = {}
+        self._proxy_done: dict[ServerConnection, asyncio.Event] = {}
+        self._fences = ReclaimFences()
         self._watcher: asyncio.Task[None] | None = None
         self.leases: LeaseMode | None = None
         if self.config.continuity:  # the lease manager exists only with the switch on (K18.2)
@@ -119,6 +130,57 @@ class BrokerServer:
     def _counts(self) -> LeaseCounts:
         # Proxy mode has no leases: each proxied connection holds a slot while it is open.
         return LeaseCounts(self._proxied, 0, self.config.capacity, 0, dict.fromkeys(ReleaseReason, 0))
+
+    # Reclaim integration (K13) -------------------------------------------------------------------------
+    # For an orchestrator that reclaims idle task hosts. Both modes: with continuity on a lease (attached,
+    # detached, waiting or closing) pins its execution; with it off an open proxied connection does.
+
+    def is_pinned(self, execution: str) -> bool:
+        """Whether ``execution`` must be treated as live work: a reclaim would cut a client off (K13.1)."""
+        if self.leases is not None:
+            return self.leases.book.is_pinned(execution)
+        return bool(self._proxies.get(execution))
+
+    def begin_reclaim(self, execution: str) -> ReclaimTicket | None:
+        """Fence ``execution`` for a reclaim: ``None`` (refused) while it is pinned. While the fence is
+        held, every client of the execution is refused with 4002 before anything starts. Recheck with
+        :meth:`confirm_reclaim` just before cleanup; always finish with :meth:`end_reclaim` (K13.3)."""
+        if self.leases is not None:
+            return self.leases.book.begin_reclaim(execution)
+        return self._fences.begin(execution, pinned=self.is_pinned(execution))
+
+    def confirm_reclaim(self, ticket: ReclaimTicket) -> bool:
+        """True only while ``ticket``'s fence is the current one and nothing pins its execution."""
+        if self.leases is not None:
+            return self.leases.book.confirm_reclaim(ticket)
+        return self._fences.confirm(ticket, pinned=self.is_pinned(ticket.execution))
+
+    def end_reclaim(self, ticket: ReclaimTicket) -> None:
+        """Drop the fence (reclaim done or given up); a stale ticket does nothing."""
+        if self.leases is not None:
+            self.leases.book.end_reclaim(ticket)
+        else:
+            self._fences.end(ticket)
+
+    async def close_execution(
+        self, execution: str, reason: ReleaseReason = ReleaseReason.RUNTIME_STOP
+    ) -> int:
+        """An explicit task stop wins (K13.4, K12.20): close every lease (or proxied connection) of
+        ``execution``, attached clients with 4002, and return once their upstreams are closed (each
+        serve then stops its server), bounded by the stop deadlines. Returns how many were closed."""
+        if self.leases is not None:
+            return await self.leases.close_execution(execution, reason)
+        clients = list(self._proxies.get(execution, ()))
+        done = [self._proxy_done[client] for client in clients if client in self._proxy_done]
+        for client in clients:
+            await self._close(client, BrokerCloseCode.SESSION_UNAVAILABLE)
+        if done:
+            waits = [asyncio.ensure_future(event.wait()) for event in done]
+            await asyncio.wait(waits, timeout=self.config.close_timeout + self.config.write_timeout + 2)
+            for waiting in waits:
+                waiting.cancel()
+        log_event(log, "execution_closed", reason=reason.value, connections=len(clients))
+        return len(clients)
 
     # Lifetime -----------------------------------------------------------------------------------------
     async def start(self) -> None:
@@ -225,15 +287,29 @@ class BrokerServer:
         if self.leases is not None:
             await self.leases.serve_client(client, execution, query)
             return
+        if self._fences.held(execution.id):  # being reclaimed: nothing may start on it (K13.3)
+            log_event(
+                log, "connection_refused", logging.WARNING, code=int(BrokerCloseCode.SESSION_UNAVAILABLE)
+            )
+            await self._close(client, BrokerCloseCode.SESSION_UNAVAILABLE)
+            return
         if self._proxied >= self.config.capacity:
             log_event(log, "connection_refused", logging.WARNING, code=int(BrokerCloseCode.CAPACITY))
             await self._close(client, BrokerCloseCode.CAPACITY)
             return
         self._proxied += 1
+        pins = self._proxies.setdefault(execution.id, set())
+        pins.add(client)
+        self._proxy_done[client] = done = asyncio.Event()
         try:
             await self._proxy(client, execution, query)
         finally:
             self._proxied -= 1
+            pins.discard(client)
+            if not pins and self._proxies.get(execution.id) is pins:
+                del self._proxies[execution.id]
+            del self._proxy_done[client]
+            done.set()
 
     async def _close(self, client: ServerConnection, code: int, reason: str | None = None) -> None:
         text = CLOSE_REASONS.get(code, "") if reason is None else reason

@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 from kandev_lsp.testing import processes_tagged
 from routekit import closed_with, needs_gopls, request
+from test_route_leases import gopls
 from websockets.asyncio.client import connect
 from websockets.exceptions import InvalidStatus
 
@@ -80,7 +81,7 @@ async def _metrics(port: int, token: str) -> str:
 
 
 def _server_pid(tag: str) -> int:
-    pids = processes_tagged(TAG, tag)
+    pids = gopls(tag)  # gopls runs `go list` children of its own, which come and go
     assert len(pids) == 1, pids
     return pids[0]
 
