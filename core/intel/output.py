@@ -29,6 +29,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Final, TypeGuard
 
+from kandev_lsp.intel.errors import IntelError
 from kandev_lsp.intel.text import Document, PositionEncoding, TextSource
 from kandev_lsp.intel.workspace import Workspace, WorkspaceFile
 
@@ -176,11 +177,15 @@ def build_locations(
     options: LocationOptions = LocationOptions(),
     *,
     body_range: BodyRangeFinder | None = None,
+    lookup: Callable[[str], WorkspaceFile | IntelError] | None = None,
 ) -> dict[str, Any]:
-    """The ``files`` / ``totalFound`` / ``shown`` / ``truncated`` part of a navigation result."""
+    """The ``files`` / ``totalFound`` / ``shown`` / ``truncated`` part of a navigation result.
+
+    :param lookup: the operation's :meth:`Workspace.uri_lookup` when the caller already made one.
+    """
     omitted: dict[str, int] = {}
     unique: dict[tuple[str, int, int, int, int], tuple[WorkspaceFile, RawLocation]] = {}
-    lookup = workspace.uri_lookup()
+    lookup = lookup or workspace.uri_lookup()
     for location in raw:
         file = lookup(location.uri)
         if not isinstance(file, WorkspaceFile):

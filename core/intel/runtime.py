@@ -318,12 +318,14 @@ class ServerPool:
         for spec in self.plugins.languages().values():
             for extension in spec.file_extensions:
                 self._by_extension.setdefault(extension.lower(), spec)
+        #: Longest first, so ``.d.ts`` wins over ``.ts``.
+        self._extensions = sorted(self._by_extension, key=len, reverse=True)
 
     # -- languages and keys ------------------------------------------------------------------------------
     def language_of(self, path: str) -> LanguageSpec | None:
         """The language whose server owns ``path`` (by extension), or None."""
         name = os.path.basename(path).lower()
-        for extension in sorted(self._by_extension, key=len, reverse=True):
+        for extension in self._extensions:
             if name.endswith(extension):
                 spec = self._by_extension[extension]
                 if self.plugins.language_id(spec, path) is not None:

@@ -281,6 +281,7 @@ class LspReadTools:
                 server.encoding,
                 LocationOptions(args.limit, args.context, args.include_body),
                 body_range=body_range,
+                lookup=lookup,
             )
             return {"kind": args.kind, "target": resolved.to_json(), **locations, "provider": meta}
 

@@ -81,6 +81,21 @@ def _root_ids(paths: Sequence[str], ids: Sequence[str] | None) -> list[str]:
     return chosen
 
 
+def _real_path(path: str, folders: dict[str, str]) -> str:
+    """``os.path.realpath(path)``, with the real paths of folders remembered in ``folders``.
+
+    The real path of ``dir/name`` is the real path of ``dir`` joined with ``name`` unless ``name`` is
+    itself a symbolic link (or ``.``/``..``), which one ``lstat`` tells.
+    """
+    folder, name = os.path.split(path)
+    if not name or name in (".", "..") or os.path.islink(path):
+        return os.path.realpath(path)
+    real_folder = folders.get(folder)
+    if real_folder is None:
+        real_folder = folders[folder] = os.path.realpath(folder)
+    return os.path.join(real_folder, name)
+
+
 def _inside(path: str, folder: str) -> bool:
     """Whether normalised absolute ``path`` is ``folder`` or below it (a string test: no I/O)."""
     path, folder = os.path.normcase(path), os.path.normcase(folder)
@@ -222,14 +237,19 @@ class Workspace:
 
     # -- paths and URIs coming back from servers ----------------------------------------------------
 
-    def from_absolute(self, path: str, *, original: str | None = None) -> WorkspaceFile:
+    def from_absolute(
+        self, path: str, *, original: str | None = None, folders: dict[str, str] | None = None
+    ) -> WorkspaceFile:
         """An absolute path as a :class:`WorkspaceFile`, after resolving symlinks.
 
+        :param folders: a memo of folders' real paths, shared by the lookups of one operation: a file
+            that is not itself a symbolic link is then checked with one ``lstat`` instead of one per path
+            segment (a popular symbol's references span hundreds of files in a few folders).
         :raises PathOutsideWorkspace: the real path is in no root.
         """
         if "\x00" in path:
             raise PathOutsideWorkspace("path contains a NUL character")
-        real = os.path.realpath(path)
+        real = _real_path(path, folders) if folders is not None else os.path.realpath(path)
         for root in self._by_depth:
             if _inside(real, root.path):
                 relative = real[len(root.path) :].lstrip(os.sep).replace(os.sep, "/")
@@ -249,7 +269,7 @@ class Workspace:
             f"{', '.join(r.path for r in self.roots)} can be read"
         )
 
-    def from_uri(self, uri: str) -> WorkspaceFile:
+    def from_uri(self, uri: str, *, folders: dict[str, str] | None = None) -> WorkspaceFile:
         """A URI (from a server's answer, or an agent) as a :class:`WorkspaceFile`; fails closed.
 
         :raises PathOutsideWorkspace: not a ``file:`` URI, a remote authority, a query or fragment, or a
@@ -272,12 +292,12 @@ class Workspace:
             path = path[1:]
         if not os.path.isabs(path):
             raise PathOutsideWorkspace("file URI without an absolute path")
-        return self.from_absolute(path, original=uri)
+        return self.from_absolute(path, original=uri, folders=folders)
 
-    def try_uri(self, uri: str) -> WorkspaceFile | IntelError:
+    def try_uri(self, uri: str, *, folders: dict[str, str] | None = None) -> WorkspaceFile | IntelError:
         """:meth:`from_uri`, with the refusal returned instead of raised (for filtering lists)."""
         try:
-            return self.from_uri(uri)
+            return self.from_uri(uri, folders=folders)
         except IntelError as error:
             return error
 
@@ -287,11 +307,12 @@ class Workspace:
         Make one per operation (a tool call): a symlink changed between two calls is checked again.
         """
         memo: dict[str, WorkspaceFile | IntelError] = {}
+        folders: dict[str, str] = {}
 
         def lookup(uri: str) -> WorkspaceFile | IntelError:
             found = memo.get(uri)
             if found is None:
-                found = memo[uri] = self.try_uri(uri)
+                found = memo[uri] = self.try_uri(uri, folders=folders)
             return found
 
         return lookup

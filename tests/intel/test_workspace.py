@@ -251,3 +251,24 @@ def test_no_input_path_ever_lands_outside_the_root(
     assert os.path.commonpath([real, real_root]) == real_root
     secret = os.path.realpath(base / "secret")
     assert os.path.commonpath([real, secret]) != secret
+
+
+def test_one_operations_lookup_remembers_folders_but_still_checks_each_file(tmp_path: Path) -> None:
+    """uri_lookup shares folders' real paths between files (one lstat per file): a symlinked file, a
+    symlinked folder and a plain file beside them are each judged as os.path.realpath would."""
+    root = tmp_path / "root"
+    (root / "src").mkdir(parents=True)
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "secret.py").write_text("x = 1\n")
+    (root / "src" / "plain.py").write_text("y = 2\n")
+    (root / "src" / "link.py").symlink_to(outside / "secret.py")
+    (root / "linked").symlink_to(outside)
+    workspace = Workspace([root])
+    lookup = workspace.uri_lookup()
+    plain = lookup((root / "src" / "plain.py").as_uri())
+    assert not isinstance(plain, IntelError) and plain.display == "src/plain.py"
+    assert isinstance(lookup((root / "src" / "link.py").as_uri()), PathOutsideWorkspace)
+    assert isinstance(lookup((root / "linked" / "secret.py").as_uri()), PathOutsideWorkspace)
+    dotted = lookup((root / "src").as_uri() + "/../src/plain.py")
+    assert not isinstance(dotted, IntelError) and dotted.display == "src/plain.py"

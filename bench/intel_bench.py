@@ -1,0 +1,280 @@
+"""Code-intelligence benchmark: each read tool against the same raw LSP request on the same warm server.
+
+Run: ``.venv/bin/python bench/intel_bench.py --home DIR`` where ``DIR/.kandev/lsp-servers`` holds pyright
+and typescript-language-server (``kandev-lsp install python typescript`` with ``HOME=DIR``); without
+``--home`` they are installed into a temporary HOME first (real npm, ~10 s). ``--quick`` for a smoke run.
+
+A generated project per language (``--modules`` files, each calling a shared ``greet`` twice, so its
+references span every file) is opened through :class:`~kandev_lsp.intel.service.IntelService`; after a
+warm-up, each tool call and the raw request(s) it wraps are timed back to back, in alternating order, on
+the *same* server (the pool's own :class:`~kandev_lsp.lsp.LspClient`), so a ratio compares measurements
+under the same load. Printed per tool: raw p50, tool p50, overhead (ms) and ratio. The goal (issue 9):
+under 5 % plus 1 ms over raw. Also printed: the size in characters of the tool's result against the bare
+``file:line`` list of the same locations (a peer's MCP server returned 9-12x that list), and the cold
+start to the first complete answer against the server's own readiness.
+
+What a tool adds over raw: target resolution (a ``documentSymbol`` request for a symbol target, so the
+symbol rows name a symbol; line targets need none), the disk re-sync check (a ``stat`` per open
+document), snippets from the file text and the result's shaping. Hover asks signature help in parallel.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests" / "stream"))
+
+
+def python_project(folder: Path, modules: int) -> None:
+    (folder / "pyproject.toml").write_text('[project]\nname = "bench"\nversion = "0"\n')
+    (folder / "lib.py").write_text(
+        "def greet(name: str, excited: bool = False) -> str:\n"
+        '    """Say hello."""\n'
+        '    return "hello " + name\n'
+    )
+    for n in range(modules):
+        (folder / f"mod{n}.py").write_text(
+            "from lib import greet\n\n\n"
+            f"def use{n}(x: str) -> str:\n"
+            f"    first = greet(x)\n"
+            f"    return first + greet(x, True)\n"
+        )
+
+
+def typescript_project(folder: Path, modules: int) -> None:
+    (folder / "tsconfig.json").write_text('{"compilerOptions": {"strict": true, "target": "es2020"}}\n')
+    (folder / "lib.ts").write_text(
+        "export function greet(name: string, excited = false): string {\n"
+        '  return "hello " + name + (excited ? "!" : "");\n'
+        "}\n"
+    )
+    for n in range(modules):
+        (folder / f"mod{n}.ts").write_text(
+            'import { greet } from "./lib";\n\n'
+            f"export function use{n}(x: string): string {{\n"
+            "  const first = greet(x);\n"
+            "  return first + greet(x, true);\n"
+            "}\n"
+        )
+
+
+async def _timed(call: Callable[[], Awaitable[Any]]) -> tuple[float, Any]:
+    started = time.perf_counter()
+    value = await call()
+    return time.perf_counter() - started, value
+
+
+def _bare_list(result: dict[str, Any]) -> str:
+    return "\n".join(
+        f"{group['path']}:{loc['line']}" for group in result.get("files", []) for loc in group["locations"]
+    )
+
+
+async def bench_language(
+    language: str, folder: Path, home: Path, rounds: int, profile: bool = False
+) -> dict[str, Any]:
+    from kandev_lsp import TaskEnvironment
+    from kandev_lsp.intel.dispatch import IntelContext
+    from kandev_lsp.intel.service import IntelService
+
+    ext = "py" if language == "python" else "ts"
+    env = TaskEnvironment.from_agent({"HOME": str(home), "PATH": "/usr/bin:/bin"})
+    ctx = IntelContext(deadline=120)
+    out: dict[str, Any] = {"language": language}
+    async with IntelService.open([folder], env=env) as service:
+        call = service.dispatch
+        cold_started = time.perf_counter()
+        first = await call(
+            "code_navigate",
+            {"target": {"path": f"lib.{ext}", "line": 1, "matchText": "greet"}, "kind": "references"},
+            ctx,
+        )
+        out["coldFirstAnswerS"] = round(time.perf_counter() - cold_started, 3)
+        server = service.pool.servers[0]
+        tracker = server.client.readiness
+        if tracker is not None and tracker.ready_at is not None:
+            out["serverReadyS"] = round(tracker.ready_at - tracker.started_at, 3)
+        assert first["ok"], first
+        lib = service.workspace.resolve(f"lib.{ext}")
+        mod = service.workspace.resolve(f"mod0.{ext}")
+        await server.sync(mod)
+        # `greet` in `def greet` / `export function greet`
+        position = {"line": 0, "character": 4 if language == "python" else 16}
+        use = {"line": 4, "character": 12} if language == "python" else {"line": 3, "character": 16}
+        request = server.client.request
+
+        async def raw_hierarchy() -> Any:
+            items = await request(
+                "textDocument/prepareCallHierarchy", {"textDocument": {"uri": lib.uri}, "position": position}
+            )
+            return await request("callHierarchy/incomingCalls", {"item": items[0]})
+
+        cases: list[tuple[str, str, dict[str, Any], Callable[[], Awaitable[Any]]]] = [
+            (
+                "references",
+                "code_navigate",
+                {"target": {"path": f"lib.{ext}", "line": 1, "matchText": "greet"}, "kind": "references"},
+                lambda: request(
+                    "textDocument/references",
+                    {
+                        "textDocument": {"uri": lib.uri},
+                        "position": position,
+                        "context": {"includeDeclaration": True},
+                    },
+                ),
+            ),
+            (
+                "definition",
+                "code_navigate",
+                {
+                    "target": {"path": f"mod0.{ext}", "line": use["line"] + 1, "matchText": "greet"},
+                    "kind": "definition",
+                },
+                lambda: request(
+                    "textDocument/definition", {"textDocument": {"uri": mod.uri}, "position": use}
+                ),
+            ),
+            (
+                "hover",
+                "code_hover",
+                {"target": {"path": f"mod0.{ext}", "line": use["line"] + 1, "matchText": "greet"}},
+                lambda: request("textDocument/hover", {"textDocument": {"uri": mod.uri}, "position": use}),
+            ),
+            (
+                "symbols",
+                "code_symbols",
+                {"path": f"mod0.{ext}"},
+                lambda: request("textDocument/documentSymbol", {"textDocument": {"uri": mod.uri}}),
+            ),
+            (
+                "callers (symbol target)",
+                "code_hierarchy",
+                {"target": {"path": f"lib.{ext}", "symbol": "greet"}, "kind": "callers"},
+                raw_hierarchy,
+            ),
+        ]
+        if server.offers("inlayHintProvider"):
+            cases.append(
+                (
+                    "inlay hints",
+                    "code_inlay_hints",
+                    {"path": f"mod0.{ext}"},
+                    lambda: request(
+                        "textDocument/inlayHint",
+                        {
+                            "textDocument": {"uri": mod.uri},
+                            "range": {
+                                "start": {"line": 0, "character": 0},
+                                "end": {"line": 6, "character": 0},
+                            },
+                        },
+                    ),
+                )
+            )
+        rows = []
+        for name, tool, payload, raw in cases:
+            for _ in range(3):  # warm-up
+                await raw()
+                result = await call(tool, payload, ctx)
+                assert result["ok"], result
+            raw_times, tool_times = [], []
+            for index in range(rounds):
+                order = (raw, None) if index % 2 == 0 else (None, raw)
+                for step in order:
+                    if step is None:
+                        elapsed, result = await _timed(lambda t=tool, p=payload: call(t, p, ctx))
+                        tool_times.append(elapsed)
+                    else:
+                        elapsed, _ = await _timed(step)
+                        raw_times.append(elapsed)
+            raw_p50 = statistics.median(raw_times) * 1000
+            tool_p50 = statistics.median(tool_times) * 1000
+            row = {
+                "case": name,
+                "rawMs": round(raw_p50, 2),
+                "toolMs": round(tool_p50, 2),
+                "overheadMs": round(tool_p50 - raw_p50, 2),
+                "ratio": round(tool_p50 / raw_p50, 2) if raw_p50 else None,
+                "goalMet": tool_p50 <= raw_p50 * 1.05 + 1.0,
+            }
+            if tool == "code_navigate":
+                text = json.dumps(result, ensure_ascii=False)
+                bare = _bare_list(result)
+                row["resultChars"] = len(text)
+                row["bareListChars"] = len(bare)
+                row["sizeRatio"] = round(len(text) / len(bare), 2) if bare else None
+            rows.append(row)
+        out["rows"] = rows
+    return out
+
+
+async def install(home: Path) -> None:
+    from stream_testkit import RealServers
+
+    servers = RealServers(home, home / "npm-cache")
+    cwd = home / "install-cwd"
+    cwd.mkdir(exist_ok=True)
+    await servers.install(["python", "typescript"], cwd)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--home", type=Path, help="a HOME whose managed cache holds the servers")
+    parser.add_argument("--quick", action="store_true", help="few rounds, small projects")
+    parser.add_argument("--rounds", type=int, default=None)
+    parser.add_argument("--modules", type=int, default=None, help="files per generated project (default 40)")
+    parser.add_argument("--language", action="append", choices=["python", "typescript"])
+    parser.add_argument("--json", action="store_true")
+    args = parser.parse_args()
+    rounds = args.rounds or (5 if args.quick else 30)
+    modules = args.modules or (10 if args.quick else 40)
+    languages = args.language or ["python", "typescript"]
+    with tempfile.TemporaryDirectory(prefix="intel-bench-") as temp:
+        base = Path(temp)
+        home = args.home
+        if home is None:
+            home = base / "home"
+            home.mkdir()
+            asyncio.run(install(home))
+        reports = []
+        for language in languages:
+            folder = base / language
+            folder.mkdir()
+            (python_project if language == "python" else typescript_project)(folder, modules)
+            reports.append(asyncio.run(bench_language(language, folder, home, rounds)))
+    if args.json:
+        print(json.dumps(reports, indent=2))
+        return 0
+    for report in reports:
+        ready = report.get("serverReadyS")
+        print(
+            f"\n{report['language']}: cold start to the first complete answer {report['coldFirstAnswerS']} s"
+            + (f" (server readiness at {ready} s after start)" if ready is not None else "")
+        )
+        print(
+            f"  {'case':26} {'raw p50':>9} {'tool p50':>9} {'overhead':>9} {'ratio':>6}  goal  size vs file:line"
+        )
+        for row in report["rows"]:
+            size = (
+                f"{row['resultChars']} / {row['bareListChars']} = {row['sizeRatio']}x"
+                if "resultChars" in row
+                else ""
+            )
+            print(
+                f"  {row['case']:26} {row['rawMs']:>7.2f}ms {row['toolMs']:>7.2f}ms {row['overheadMs']:>7.2f}ms "
+                f"{row['ratio']:>5}x  {'met ' if row['goalMet'] else 'MISS'}  {size}"
+            )
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
