@@ -19,13 +19,14 @@ import contextlib
 import json
 import logging
 import time
+import weakref
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from http import HTTPStatus
 from typing import Any
 from urllib.parse import urlencode
 
-from kandev_lsp.broker.auth import Authorizer, CallerRequest
+from kandev_lsp.broker.auth import Authorizer, Caller, CallerRequest
 from kandev_lsp.broker.closecodes import CLOSE_REASONS, BrokerCloseCode, proxy_close_for_upstream
 from kandev_lsp.broker.config import DEFAULT_DETACH_TIMEOUT, DEFAULT_MAX_CONNECTIONS
 from kandev_lsp.broker.contract import BadBrokerRequest, BrokerQuery, parse_broker_path, parse_broker_query
@@ -40,6 +41,7 @@ from kandev_lsp.broker.leases import (
     ReleaseReason,
 )
 from kandev_lsp.broker.metrics import CONTENT_TYPE, BrokerMetrics
+from kandev_lsp.broker.peer import ConfigurationAnswerer
 from kandev_lsp.session import log_event
 from websockets.asyncio.client import ClientConnection, connect
 from websockets.asyncio.server import Server, ServerConnection, serve
@@ -93,14 +95,27 @@ def upstream_url(execution: Execution, query: BrokerQuery) -> str:
 
 
 class BrokerServer:
-    """Serves ``/lsp/{sessionId}`` and ``/metrics``. Use ``async with BrokerServer(...) as broker``."""
+    """Serves ``/lsp/{sessionId}`` and ``/metrics``. Use ``async with BrokerServer(...) as broker``.
+
+    :param configuration: lease mode: builds the ``workspace/configuration`` answerer of a new lease from
+        the creating caller's ``owner`` (:class:`Caller`) and the language, so the owner's settings apply
+        (K14.8, K14.9). Without it the broker answers nulls (serve normally answers these itself).
+    """
 
     def __init__(
-        self, *, directory: ExecutionDirectory, authorizer: Authorizer, config: BrokerConfig | None = None
+        self,
+        *,
+        directory: ExecutionDirectory,
+        authorizer: Authorizer,
+        config: BrokerConfig | None = None,
+        configuration: Callable[[str, str], ConfigurationAnswerer] | None = None,
     ) -> None:
         self.config = config or BrokerConfig()
         self._directory = directory
         self._authorizer = authorizer
+        #: The authorized caller of each upgraded connection, from the authorizer's answer (weak: a
+        #: handshake that fails after the check leaves nothing behind).
+        self._callers: weakref.WeakKeyDictionary[ServerConnection, Caller] = weakref.WeakKeyDictionary()
         self._server: Server | None = None
         self._proxied = 0
         #: Proxy mode: the open proxied clients by execution (each pins it, K13.1) and the fences.
@@ -124,6 +139,7 @@ class BrokerServer:
                     ping_interval=self.config.ping_interval,
                     close_timeout=self.config.close_timeout,
                 ),
+                configuration=configuration,
             )
         self.metrics = BrokerMetrics(book.counts if self.leases is not None else self._counts)
 
@@ -253,7 +269,8 @@ class BrokerServer:
         except BadBrokerRequest as exc:
             return _json_response(connection, HTTPStatus(exc.status), exc.to_json())
         headers = {name.lower(): value for name, value in request.headers.raw_items()}
-        if await self._authorizer.authorize(CallerRequest(session, headers)) is None:
+        caller = await self._authorizer.authorize(CallerRequest(session, headers))
+        if caller is None:
             log_event(log, "rejected", logging.WARNING, status=401)
             response = _json_response(
                 connection,
@@ -272,6 +289,7 @@ class BrokerServer:
         except BadBrokerRequest as exc:
             log_event(log, "rejected", logging.WARNING, status=exc.status, error=exc.error)
             return _json_response(connection, HTTPStatus(exc.status), exc.to_json())
+        self._callers[connection] = caller
         return None
 
     # After the upgrade --------------------------------------------------------------------------------
@@ -285,7 +303,9 @@ class BrokerServer:
             await self._close(client, exc.code)
             return
         if self.leases is not None:
-            await self.leases.serve_client(client, execution, query)
+            caller = self._callers.pop(client, None)
+            owner = caller.owner if caller is not None else ""
+            await self.leases.serve_client(client, execution, query, owner)
             return
         if self._fences.held(execution.id):  # being reclaimed: nothing may start on it (K13.3)
             log_event(
