@@ -238,10 +238,23 @@ async def run_provider(
             status, value, time.monotonic() - start, attempts, warmup_retries=warmups, **kwargs
         )
 
+    transient: tuple[int | None, str] | None = None  # the last retried error, reported if time runs out
+
+    def out_of_time() -> ProviderResult[T]:
+        if transient is None:
+            return finish(Outcome.TIMEOUT, error=f"no answer within the {deadline.seconds:g} s deadline")
+        # The budget ran out while retrying: what kept failing says more than "timeout".
+        code, message = transient
+        return finish(
+            Outcome.ERROR,
+            error=f"{message} (retried {retries} times within the {deadline.seconds:g} s deadline)",
+            error_code=code,
+        )
+
     while result is None:
         remaining = deadline.remaining()
         if remaining <= 0:
-            result = finish(Outcome.TIMEOUT, error=f"no answer within the {deadline.seconds:g} s deadline")
+            result = out_of_time()
             break
         attempts += 1
         attempt = asyncio.ensure_future(call(remaining))
@@ -254,7 +267,7 @@ async def run_provider(
             result = finish(Outcome.CANCELLED, error="cancelled by the caller")
             break
         if waited == "timeout":
-            result = finish(Outcome.TIMEOUT, error=f"no answer within the {deadline.seconds:g} s deadline")
+            result = out_of_time()
             break
         error = attempt.exception() if not attempt.cancelled() else asyncio.CancelledError()
         if error is None:
@@ -286,6 +299,7 @@ async def run_provider(
                     Outcome.UNAVAILABLE, error=f"the server does not offer {label}", error_code=code
                 )
             elif code in policy.retry_codes:
+                transient = (code, message)
                 delay = policy.retry_delays[min(retries, len(policy.retry_delays) - 1)]
                 if deadline.remaining() > delay:
                     retries += 1

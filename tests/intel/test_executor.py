@@ -119,6 +119,15 @@ def test_transient_errors_stop_at_the_deadline() -> None:
     assert time.monotonic() - started < 1.2  # retries of a 0.3 s budget (slack for a loaded machine)
 
 
+def test_deadline_ending_during_a_retry_reports_what_kept_failing() -> None:
+    """A retry that is still unanswered when the shared deadline ends: the result names the transient
+    error that caused the retry, not a bare timeout (whatever the machine's load makes of the timing)."""
+    call, _ = scripted(RpcError(-32801, "content modified"), ("sleep", 5.0, []))
+    result = run(run_provider(call, Deadline(0.3), policy=FAST))
+    assert (result.status, result.error_code, result.attempts) == (Outcome.ERROR, -32801, 2)
+    assert "retried 1 times" in (result.error or "")
+
+
 def test_one_deadline_covers_every_attempt_and_backoff() -> None:
     """Attempts that each take most of the budget cannot multiply the latency (B8.3)."""
     call, timeouts = scripted(("sleep", 0.15, []))
