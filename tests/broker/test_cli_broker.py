@@ -234,3 +234,19 @@ def test_broker_reads_its_token_from_a_file_and_does_not_print_it(tmp_path: Path
             assert await _stop(process) == 0
 
     asyncio.run(scenario())
+
+
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGHUP])
+def test_sigint_and_sighup_stop_the_broker_cleanly(tmp_path: Path, signum: int) -> None:
+    async def scenario() -> None:
+        directory = tmp_path / "directory.json"
+        directory.write_text(json.dumps({"sessions": {}, "executions": {}}))
+        process, _ = await _start("broker", "--directory", str(directory), environ=_environ())
+        process.send_signal(signum)
+        async with asyncio.timeout(30):
+            assert await process.wait() == 0
+        assert process.stderr is not None
+        log = (await process.stderr.read()).decode()
+        assert "event=broker_stopped" in log and "Traceback" not in log
+
+    asyncio.run(scenario())
