@@ -274,6 +274,27 @@ class Lifecycle:
         except ProcessStartError as exc:
             raise LaunchError(LaunchFailure.START_FAILED, str(exc), resolution=resolution) from None
 
+    async def wrap(
+        self,
+        process: OwnedProcess,
+        resolution: Resolution,
+        *,
+        limits: BridgeLimits | None = None,
+        **session_options: Any,
+    ) -> ServerSession:
+        """A :class:`ServerSession` around a server :meth:`spawn` started (``run`` spawns before it imports
+        the session machinery, so the server's start-up overlaps kandev-lsp's)."""
+        from kandev_lsp.session import DEFAULT_BRIDGE_LIMITS, ServerSession
+
+        return await ServerSession.wrap(
+            process,
+            language=self.plugins.language(resolution.language),
+            plugins=self.plugins,
+            settings=self.settings,
+            limits=limits or DEFAULT_BRIDGE_LIMITS,
+            **session_options,
+        )
+
     async def start(
         self,
         resolution: Resolution,

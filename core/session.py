@@ -30,6 +30,7 @@ import contextlib
 import logging
 import os
 import sys
+from collections import deque
 from collections.abc import AsyncGenerator, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
@@ -37,7 +38,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from kandev_lsp.errors import KandevLspError
 from kandev_lsp.language import LanguageSpec
 from kandev_lsp.protocol import DEFAULT_LIMITS, NEED_DATA, FrameDecoder, FrameLimits, encode_header
-from kandev_lsp.protocol.errors import MalformedMessage
+from kandev_lsp.protocol.errors import MalformedMessage, ProtocolError
 from kandev_lsp.protocol.jsonrpc import (
     MessageKind,
     classify,
@@ -50,6 +51,7 @@ from kandev_lsp.settings import ConfigurationAnswerer, SettingsFile, UserSetting
 
 if TYPE_CHECKING:
     from kandev_lsp.host import PluginHost
+    from kandev_lsp.lsp import Endpoint
     from kandev_lsp.process import ProcessSupervisor
     from kandev_lsp.taskenv import Task
 
@@ -90,6 +92,9 @@ class BridgeLimits:
     :param read_chunk: bytes read from a pipe at once.
     :param client_configuration_timeout: how long a ``workspace/configuration`` request forwarded to the
         client may wait for its answer; then the server gets the session's own answer.
+    :param attachment_queue_bytes: server output queued for one attachment that has not taken it yet;
+        over it the attachment is dropped (:class:`ClientTooSlow`) and the reader goes on (K15.11).
+    :param shutdown_timeout: how long a graceful :meth:`ServerSession.stop` waits for ``shutdown``'s answer.
     """
 
     frame: FrameLimits = DEFAULT_LIMITS
@@ -101,6 +106,8 @@ class BridgeLimits:
     stop_grace: float = 2.0
     read_chunk: int = 256 * 1024
     client_configuration_timeout: float = 5.0
+    attachment_queue_bytes: int = 32 * 1024 * 1024
+    shutdown_timeout: float = 2.0
 
     @property
     def max_message(self) -> int:
@@ -151,6 +158,100 @@ class StdinStalled(SessionError):
 
 class ServerGone(SessionError):
     """The server's stdin is closed: the server exited or closed it."""
+
+
+class ClientTooSlow(SessionError):
+    """An attachment let more server output queue up than ``limits.attachment_queue_bytes``: it was
+    dropped so the server's reader never waits for it (K15.11)."""
+
+
+class _EndOfOutput(Exception):
+    """The server closed its stdout (or the attachment was detached): the attachment's stream ends."""
+
+
+_END = _EndOfOutput()
+
+
+class Attachment:
+    """One consumer of a :class:`ServerSession`'s output: a bounded queue the session's reader fills.
+
+    Made by :meth:`ServerSession.attach`; read with :meth:`messages` (once); ends with
+    :meth:`ServerSession.detach` (or by closing the generator), which leaves the server running.
+    """
+
+    __slots__ = ("_bytes", "_end", "_items", "_waiter", "max_bytes", "name", "session")
+
+    def __init__(self, session: ServerSession, max_bytes: int, name: str) -> None:
+        self.session = session
+        self.max_bytes = max_bytes
+        self.name = name
+        self._items: deque[bytes] = deque()
+        self._bytes = 0
+        self._end: BaseException | None = None
+        self._waiter: asyncio.Future[None] | None = None
+
+    @property
+    def ended(self) -> bool:
+        return self._end is not None
+
+    @property
+    def queued_bytes(self) -> int:
+        return self._bytes
+
+    def _put(self, body: bytes) -> bool:
+        """Queue ``body`` (never waits); False when this attachment is over its bound or ended."""
+        if self._end is not None:
+            return False
+        self._bytes += len(body)
+        if self._bytes > self.max_bytes:
+            self._items.clear()
+            self._bytes = 0
+            self._finish(
+                ClientTooSlow(
+                    f"{self.name} did not keep up with {self.session.name}: over "
+                    f"{self.max_bytes} bytes of its output were waiting"
+                )
+            )
+            return False
+        self._items.append(body)
+        waiter = self._waiter
+        if waiter is not None and not waiter.done():
+            waiter.set_result(None)
+        return True
+
+    def _finish(self, end: BaseException) -> None:
+        if self._end is None:
+            self._end = end
+        waiter = self._waiter
+        if waiter is not None and not waiter.done():
+            waiter.set_result(None)
+
+    async def messages(self) -> AsyncGenerator[bytes, None]:
+        """The server's message bodies (except what the session answers itself) until the server closes
+        its output (the generator returns) or this attachment is detached; detaches when closed.
+
+        :raises ClientTooSlow: this attachment fell too far behind and was dropped.
+        :raises kandev_lsp.protocol.RemoteProtocolError: the server's output is not LSP framing.
+        :raises kandev_lsp.protocol.ReceivedFrameTooLarge: the server sent a frame over the limit.
+        """
+        items = self._items
+        loop = asyncio.get_running_loop()
+        try:
+            while True:
+                while items:
+                    body = items.popleft()
+                    self._bytes -= len(body)
+                    yield body
+                end = self._end
+                if end is not None:
+                    if end is _END:
+                        return
+                    raise end
+                self._waiter = loop.create_future()
+                await self._waiter
+                self._waiter = None
+        finally:
+            self.session.detach(self)
 
 
 class ServerProcess(Protocol):
@@ -287,6 +388,15 @@ class ServerSession:
         self.exit_status: int | None = None
         self._closed = False
         self._watcher: asyncio.Task[None] | None = None
+        self._attachments: list[Attachment] = []
+        self._attached_count = 0
+        self._reader: asyncio.Task[None] | None = None
+        #: Why the server's output ended (:data:`_END` or the framing error), None while it flows.
+        self._output_end: BaseException | None = None
+        self._headless: Endpoint | None = None
+        self._client_initialize: dict[str, Any] | None = None
+        self._shutdown_answer: asyncio.Future[None] | None = None
+        self._shutdown_id: int | None = None
 
     @classmethod
     async def start(
@@ -321,6 +431,29 @@ class ServerSession:
             supervisor=supervisor,
             on_output=stderr,
         )
+        return await cls.wrap(
+            process,
+            language=language,
+            plugins=plugins,
+            settings=settings,
+            limits=limits,
+            ask_client_configuration=ask_client_configuration,
+        )
+
+    @classmethod
+    async def wrap(
+        cls,
+        process: ServerProcess,
+        *,
+        language: LanguageSpec,
+        plugins: PluginHost,
+        settings: SettingsFile | None = None,
+        limits: BridgeLimits = DEFAULT_BRIDGE_LIMITS,
+        ask_client_configuration: bool = False,
+    ) -> ServerSession:
+        """A session around a server already spawned with piped stdin/stdout (``run`` spawns first and
+        imports this module afterwards, so the server's start-up overlaps kandev-lsp's). Stops the
+        process if the session cannot be made."""
         try:
             _enlarge_pipes(process)
             session = cls(
@@ -432,6 +565,8 @@ class ServerSession:
         method = message.get("method")
         if kind is MessageKind.REQUEST and method == "initialize":
             self._initialize_id = message["id"]
+            params = message.get("params")
+            self._client_initialize = params if isinstance(params, dict) else None
             return self._rewrite_initialize(message) or body
         if kind is MessageKind.NOTIFICATION and method == "initialized":
             self._inspect_client = False
@@ -479,31 +614,140 @@ class ServerSession:
         return dump_message(message) if changed else None
 
     # Server -> client ----------------------------------------------------------------------------------
-    async def messages(self) -> AsyncGenerator[bytes, None]:
-        """Yield every message body the server writes, except the requests the session answers itself.
+    # One task (the reader) always drains the server's stdout, whatever any client does (K15.11): it
+    # answers what the session answers itself, then queues every other message for each attachment
+    # (bounded, never waiting), or, while nothing is attached, hands it to a headless
+    # :class:`~kandev_lsp.lsp.Endpoint` whose router answers the server's requests with its defaults and
+    # tracks progress, registrations and diagnostics. The reader starts with the first attachment (or
+    # :meth:`start_reading`), so a server's first messages always reach the first client.
+    def messages(self) -> AsyncGenerator[bytes, None]:
+        """Attach and return the attachment's messages (see :meth:`Attachment.messages`); closing the
+        generator detaches. The one-client path of ``serve`` and ``run``."""
+        return self.attach().messages()
 
-        Ends when the server closes its stdout; the server's stdin is closed then too, since nothing can
-        be answered any more. Use it once, with :func:`contextlib.aclosing`.
+    def attach(self, name: str = "") -> Attachment:
+        """A new consumer of the server's output, from now on. The server keeps running when it leaves."""
+        if self._closed:
+            raise SessionError(f"{self.name} is closed")
+        self._attached_count += 1
+        attachment = Attachment(
+            self, self.limits.attachment_queue_bytes, name or f"client{self._attached_count}"
+        )
+        if self._output_end is not None:
+            attachment._finish(self._output_end)
+            return attachment
+        self._attachments.append(attachment)
+        self.start_reading()
+        return attachment
 
-        :raises kandev_lsp.protocol.RemoteProtocolError: the server's output is not LSP framing.
-        :raises kandev_lsp.protocol.ReceivedFrameTooLarge: the server sent a frame over the limit.
-        """
+    def detach(self, attachment: Attachment) -> None:
+        """Stop feeding ``attachment`` (its generator ends); the server keeps running. Idempotent."""
+        attachment._finish(_END)
+        if attachment in self._attachments:
+            self._attachments.remove(attachment)
+            if not self._attachments:
+                self._settle_forwarded()
+
+    @property
+    def attachments(self) -> int:
+        """How many consumers are attached."""
+        return len(self._attachments)
+
+    def start_reading(self) -> None:
+        """Start the reader if it is not running (a headless owner calls it; :meth:`attach` does)."""
+        if self._reader is None and not self._closed:
+            self._reader = asyncio.get_running_loop().create_task(self._read_output())
+
+    async def _read_output(self) -> None:
         frames = read_frames(
             self._stdout, self.limits.frame, peer=f"{self.name} stdout", chunk=self.limits.read_chunk
         )
+        end: BaseException = _END
         try:
             async with contextlib.aclosing(frames):
                 async for body in frames:
-                    if self._initialize_id is not None:
-                        self._note_initialize_result(body)
-                    if len(body) <= _INSPECT_LIMIT and _CONFIGURATION in body:
-                        handled = self._answer_configuration(body)
-                        if handled is None:
-                            continue  # answered here
-                        body = handled  # forwarded to the client (under an id of ours), or not ours
-                    yield body
+                    self._dispatch(body)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:  # framing errors reach every attachment; anything else is a bug, logged
+            if not isinstance(exc, ProtocolError):
+                log.exception("event=reader_failed session=%s", self.name)
+            end = exc
         finally:
-            self.close_stdin()
+            self._output_end = end
+            for attachment in self._attachments:
+                attachment._finish(end)
+            self._attachments.clear()
+            if self._shutdown_answer is not None and not self._shutdown_answer.done():
+                self._shutdown_answer.set_result(None)
+            if self._headless is not None:
+                self._headless.connection_lost()
+            self.close_stdin()  # nothing can be answered any more
+
+    def _dispatch(self, body: bytes) -> None:
+        """One server message: the session's own answers first, then the attachments or the headless
+        endpoint. Never waits."""
+        if self._initialize_id is not None:
+            self._note_initialize_result(body)
+        if len(body) <= _INSPECT_LIMIT and _CONFIGURATION in body:
+            handled = self._answer_configuration(body)
+            if handled is None:
+                return  # answered here
+            body = handled  # forwarded to the client (under an id of ours), or not ours
+        attachments = self._attachments
+        if len(attachments) == 1:  # the plain serve/run path: no copy of the list
+            if attachments[0]._put(body):
+                return
+            attachments.clear()  # it fell behind and was dropped; this message goes headless
+        elif attachments:
+            for attachment in tuple(attachments):
+                if not attachment._put(body):
+                    attachments.remove(attachment)
+            if attachments:
+                return
+        if not attachments:
+            self._settle_forwarded()
+            self._answer_headless(body)
+
+    def headless_endpoint(self) -> Endpoint:
+        """The endpoint that answers the server while nothing is attached, and the protocol state it
+        tracked meanwhile (progress, registrations, diagnostics)."""
+        if self._headless is None:
+            from kandev_lsp.lsp import Endpoint
+
+            endpoint = Endpoint(configuration=lambda params: self._answerer.answer(self._settings, params))
+            endpoint.set_handler("workspace/workspaceFolders", self._workspace_folders)
+            self._headless = endpoint
+        return self._headless
+
+    def _workspace_folders(self, _params: Any) -> Any:
+        folders = (self._client_initialize or {}).get("workspaceFolders")
+        return folders if isinstance(folders, list) else None
+
+    def _answer_headless(self, body: bytes) -> None:
+        from kandev_lsp.lsp import ResponseReceived
+
+        endpoint = self.headless_endpoint()
+        events = endpoint.receive(body, asyncio.get_running_loop().time())
+        with contextlib.suppress(ServerGone):
+            for data in endpoint.data_to_send():
+                self._write(data)
+        if self._shutdown_answer is not None:
+            for event in events:
+                if (
+                    isinstance(event, ResponseReceived)
+                    and event.request.id == self._shutdown_id
+                    and not self._shutdown_answer.done()
+                ):
+                    self._shutdown_answer.set_result(None)
+
+    def _settle_forwarded(self) -> None:
+        """Nobody is attached to answer forwarded configuration requests: the server gets ours now."""
+        while self._forwarded:
+            _, forwarded = self._forwarded.popitem()
+            forwarded.timer.cancel()
+            with contextlib.suppress(ServerGone):
+                self._write(dump_message(response(forwarded.server_id, forwarded.ours)))
 
     def _note_initialize_result(self, body: bytes) -> None:
         try:
@@ -546,7 +790,7 @@ class ServerSession:
             self.refresh_settings()
         answer = self._answerer.answer(self._settings, message.get("params"))
         self.configuration_requests += 1
-        if self._ask_client_configuration and self._client_configuration:
+        if self._ask_client_configuration and self._client_configuration and self._attachments:
             return self._forward_configuration(message, answer)
         with contextlib.suppress(ServerGone):
             self._write(dump_message(response(message["id"], answer)))
@@ -605,6 +849,37 @@ class ServerSession:
         if not self._stdin.is_closing():
             self._stdin.close()
 
+    async def stop(self) -> int | None:
+        """Graceful stop: detach everyone, ``shutdown`` (answer awaited up to ``limits.shutdown_timeout``),
+        ``exit``, then :meth:`aclose` (wait ``exit_grace``, stop the tree). A server that was never
+        initialized, or was already told to exit, goes straight to :meth:`aclose`."""
+        from kandev_lsp.lsp import RequestRefused
+
+        for attachment in tuple(self._attachments):
+            self.detach(attachment)
+        initialized = self.server_capabilities is not None
+        if not self._closed and initialized and not self._exit_sent and self.process.returncode is None:
+            self.start_reading()
+            endpoint = self.headless_endpoint()
+            loop = asyncio.get_running_loop()
+            try:
+                self._shutdown_answer = loop.create_future()
+                request = endpoint.send_request("shutdown", now=loop.time(), timeout=None)
+                self._shutdown_id = request.id
+                for data in endpoint.data_to_send():
+                    self._write(data)
+                self._shutdown_requested = True
+                with contextlib.suppress(TimeoutError):
+                    async with asyncio.timeout(self.limits.shutdown_timeout):
+                        await self._shutdown_answer
+                endpoint.send_notification("exit")
+                for data in endpoint.data_to_send():
+                    self._write(data)
+                self._exit_sent = True
+            except (ServerGone, RequestRefused):
+                pass
+        return await self.aclose()
+
     async def aclose(self, *, exit_grace: float | None = None) -> int | None:
         """Close stdin, give the server ``exit_grace`` seconds to exit, then stop its whole tree.
 
@@ -630,4 +905,13 @@ class ServerSession:
                     await self.process.wait()
         self.exit_status = self.process.returncode
         await self.process.stop(self.limits.stop_grace)
+        for attachment in self._attachments:
+            attachment._finish(_END)
+        self._attachments.clear()
+        if self._reader is not None and not self._reader.done():
+            # Its pipe may stay open in a leftover grandchild; the drain after an exit is the bridge's job
+            # (exit_drain_timeout), done by now.
+            self._reader.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._reader
         return self.exit_status

@@ -36,6 +36,7 @@ if TYPE_CHECKING:
     from kandev_lsp.host import PluginHost
     from kandev_lsp.install import InstallProgress, InstallReceipt
     from kandev_lsp.lifecycle import Lifecycle
+    from kandev_lsp.process import OwnedProcess
     from kandev_lsp.resolver import Resolution
     from kandev_lsp.session import BridgeLimits
     from kandev_lsp.settings import SettingsFile
@@ -179,8 +180,6 @@ async def run_stdio(
     import asyncio
     import signal
 
-    from kandev_lsp.session import DEFAULT_BRIDGE_LIMITS
-
     main = asyncio.current_task()
     assert main is not None
     loop = asyncio.get_running_loop()
@@ -195,9 +194,7 @@ async def run_stdio(
     for signum in signums:
         loop.add_signal_handler(signum, interrupted, signum)
     try:
-        return await _run_stdio(
-            plugins, task, resolution, settings, limits or DEFAULT_BRIDGE_LIMITS, stdin, stdout
-        )
+        return await _run_stdio(plugins, task, resolution, settings, limits, stdin, stdout)
     except asyncio.CancelledError:
         if not received:
             raise
@@ -250,43 +247,74 @@ async def _run_stdio(
     task: Task,
     resolution: Resolution,
     settings: SettingsFile | None,
-    limits: BridgeLimits,
+    limits: BridgeLimits | None,
     stdin: BinaryIO | None = None,
     stdout: BinaryIO | None = None,
 ) -> int:
     from kandev_lsp.lifecycle import LaunchError, Lifecycle
     from kandev_lsp.process import ProcessSupervisor
+
+    async with (
+        ProcessSupervisor() as supervisor,
+        Lifecycle(plugins, settings=settings, supervisor=supervisor) as lifecycle,
+    ):
+        process = None
+        if resolution.found:
+            # Spawn first (issue 7 item 25): the server starts up while the session, the bridge and the
+            # framing are imported below, instead of after them.
+            try:
+                process = await lifecycle.spawn(resolution, task, stderr=_stderr_passthrough)
+            except LaunchError as exc:
+                print(f"kandev-lsp: {exc}", file=sys.stderr)
+                return launch_exit_code(exc.failure)
+        return await _bridge_stdio(lifecycle, task, resolution, process, limits, stdin, stdout)
+
+
+async def _bridge_stdio(
+    lifecycle: Lifecycle,
+    task: Task,
+    resolution: Resolution,
+    process: OwnedProcess | None,
+    limits: BridgeLimits | None,
+    stdin: BinaryIO | None,
+    stdout: BinaryIO | None,
+) -> int:
+    from kandev_lsp.lifecycle import LaunchError
+    from kandev_lsp.session import DEFAULT_BRIDGE_LIMITS
     from kandev_lsp.stream.bridge import BridgeEnd, bridge
     from kandev_lsp.stream.stdio import open_stdio
 
-    channel = await open_stdio(limits, stdin=stdin, stdout=stdout)  # watched from the start (item 7)
+    limits = limits or DEFAULT_BRIDGE_LIMITS
     try:
-        async with (
-            ProcessSupervisor() as supervisor,
-            Lifecycle(plugins, settings=settings, supervisor=supervisor) as lifecycle,
-        ):
+        channel = await open_stdio(limits, stdin=stdin, stdout=stdout)  # watched from the start (item 7)
+    except BaseException:
+        if process is not None:
+            await process.stop(limits.stop_grace)
+        raise
+    try:
+        if process is None:
             if not resolution.found:
                 installed = await _install_unless_the_editor_leaves(lifecycle, task, resolution, channel)
                 if isinstance(installed, int):
                     return installed
                 resolution = installed
             try:
-                session = await lifecycle.start(
-                    resolution,
-                    task,
-                    limits=limits,
-                    stderr=_stderr_passthrough,
-                    ask_client_configuration=True,  # an editor's own server settings apply (item 18)
-                )
+                process = await lifecycle.spawn(resolution, task, stderr=_stderr_passthrough)
             except LaunchError as exc:
                 print(f"kandev-lsp: {exc}", file=sys.stderr)
                 return launch_exit_code(exc.failure)
-            try:
-                result = await bridge(session, channel)
-                # After the editor left, the server gets exit_grace to exit by itself (its status is kept).
-                exited = await session.aclose()
-            finally:
-                await session.aclose()
+        session = await lifecycle.wrap(
+            process,
+            resolution,
+            limits=limits,
+            ask_client_configuration=True,  # an editor's own server settings apply (item 18)
+        )
+        try:
+            result = await bridge(session, channel)
+            # After the editor left, the server gets exit_grace to exit by itself (its status is kept).
+            exited = await session.aclose()
+        finally:
+            await session.aclose()
     finally:
         channel.close()
     if result.end not in (BridgeEnd.CLIENT_CLOSED, BridgeEnd.SERVER_EXITED):

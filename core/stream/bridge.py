@@ -26,7 +26,7 @@ from enum import StrEnum
 from typing import Protocol
 
 from kandev_lsp.protocol.errors import FrameTooLarge, ProtocolError
-from kandev_lsp.session import ServerGone, ServerSession, StdinStalled
+from kandev_lsp.session import ClientTooSlow, ServerGone, ServerSession, StdinStalled
 
 
 class ClientGone(Exception):
@@ -103,6 +103,8 @@ async def _server_to_client(session: ServerSession, client: ClientChannel, progr
                 progress.to_client += 1
     except ClientGone:
         return BridgeEnd.CLIENT_CLOSED, "the client disconnected"
+    except ClientTooSlow as exc:  # the reader never waits for a client (K15.11); this one fell behind
+        return BridgeEnd.CLIENT_STALLED, str(exc)
     except FrameTooLarge as exc:
         return BridgeEnd.SERVER_TOO_LARGE, _first_line(exc)
     except ProtocolError as exc:
