@@ -352,10 +352,13 @@ class ServerPool:
         ]
 
     # -- getting a server --------------------------------------------------------------------------------
-    async def server_for(self, file: WorkspaceFile) -> ManagedServer:
+    async def server_for(self, file: WorkspaceFile, deadline: Deadline | None = None) -> ManagedServer:
         """The running server for ``file``, started when needed.
 
+        :param deadline: the tool call's; a start that outlasts it goes on in the background (the next
+            call finds the server warmer) and this call fails ``unavailable`` (B8.3).
         :raises ServerMissing: the file has no language here, or its server cannot be had.
+        :raises ProviderUnavailable: the server is still starting when the deadline passes.
         """
         spec = self.language_of(file.absolute)
         if spec is None:
@@ -364,9 +367,11 @@ class ServerPool:
                 f"No language server handles files like {os.path.basename(file.absolute)!r} here "
                 f"(languages: {', '.join(sorted(self.plugins.languages()))}).",
             )
-        return await self.server(spec, self.project_root(file, spec))
+        return await self.server(spec, self.project_root(file, spec), deadline)
 
-    async def server(self, spec: LanguageSpec, project_root: str) -> ManagedServer:
+    async def server(
+        self, spec: LanguageSpec, project_root: str, deadline: Deadline | None = None
+    ) -> ManagedServer:
         if self._closed:
             raise ProviderUnavailable("the code-intelligence session is closing")
         key = (project_root, spec.id)
@@ -382,10 +387,25 @@ class ServerPool:
         if starting is None:
             starting = asyncio.ensure_future(self._start(spec, project_root))
             self._starting[key] = starting
-            starting.add_done_callback(lambda _: self._starting.pop(key, None))
-        server = await asyncio.shield(starting)
+            starting.add_done_callback(lambda task: self._started(key, task))
+        if deadline is None:
+            server = await asyncio.shield(starting)
+        else:
+            try:
+                server = await asyncio.wait_for(asyncio.shield(starting), deadline.remaining())
+            except TimeoutError:
+                raise ProviderUnavailable(
+                    f"the {spec.command} server is still starting ({deadline.elapsed():.1f} s so far); "
+                    "ask again in a few seconds",
+                    starting=True,
+                ) from None
         server.last_used = time.monotonic()
         return server
+
+    def _started(self, key: tuple[str, str], task: asyncio.Task[ManagedServer]) -> None:
+        self._starting.pop(key, None)
+        if not task.cancelled():
+            task.exception()  # retrieved: a caller that gave up waiting must not leave it unreported
 
     async def _start(self, spec: LanguageSpec, project_root: str) -> ManagedServer:
         from kandev_lsp.lifecycle import LaunchError

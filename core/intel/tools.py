@@ -121,7 +121,7 @@ class LspReadTools:
         return result.value, result.meta()
 
     async def _prepare(self, file: WorkspaceFile, deadline: Deadline) -> tuple[ManagedServer, Document]:
-        server = await self.pool.server_for(file)
+        server = await self.pool.server_for(file, deadline)
         server.in_flight += 1
         try:
             await server.refresh()

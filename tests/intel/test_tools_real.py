@@ -212,3 +212,22 @@ async def _missing_checks(folder: Path, tag: str) -> None:
 def test_a_missing_server_gives_an_actionable_notice(tmp_path: Path, tag: str) -> None:
     folder = write(tmp_path / "ts", TYPESCRIPT)
     asyncio.run(_missing_checks(folder, tag))
+
+
+async def _deadline_checks(folder: Path, real_servers: RealServers, tag: str) -> None:
+    async with _service([folder], real_servers, tag) as service:
+        payload = {"target": {"path": "lib.py", "symbol": "greet"}, "kind": "references"}
+        early = await service.dispatch("code_navigate", payload, IntelContext(deadline=0.001))
+        assert not early["ok"] and early["status"] == "unavailable", early
+        assert "still starting" in early["error"] and early["starting"] is True, early
+        # The start went on in the background: the next call gets the complete answer.
+        later = await service.dispatch("code_navigate", payload, SLOW)
+        assert later["ok"] and later["totalFound"] == 5, later
+        assert len(service.pool.servers) == 1
+
+
+def test_a_cold_start_past_the_deadline_is_unavailable_not_incomplete(
+    tmp_path: Path, real_servers: RealServers, tag: str
+) -> None:
+    folder = write(tmp_path / "py", PYTHON)
+    asyncio.run(_deadline_checks(folder, real_servers, tag))
