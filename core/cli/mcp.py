@@ -50,6 +50,13 @@ def add_mcp_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParse
         help="language servers running at once (default: 8)",
     )
     parser.add_argument(
+        "--deadline",
+        type=float,
+        default=9.0,
+        metavar="SECONDS",
+        help="one tool call's time budget, server start and readiness included (default: 9, B8.3)",
+    )
+    parser.add_argument(
         "--log-level",
         default="warning",
         choices=["debug", "info", "warning", "error"],
@@ -58,11 +65,12 @@ def add_mcp_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParse
     parser.set_defaults(handler=run_mcp)
 
 
-def build_server(service: IntelService) -> Any:
+def build_server(service: IntelService, deadline: float = 9.0) -> Any:
     """The SDK's low-level :class:`mcp.server.lowlevel.Server` over ``service``'s dispatcher."""
     from importlib.metadata import PackageNotFoundError, version
 
     import mcp_types as types
+    from kandev_lsp.intel.dispatch import IntelContext
     from mcp.server.lowlevel import Server
 
     try:
@@ -91,7 +99,7 @@ def build_server(service: IntelService) -> Any:
         return types.ListToolsResult(tools=tools)
 
     async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
-        result = await service.dispatch(params.name, params.arguments or {})
+        result = await service.dispatch(params.name, params.arguments or {}, IntelContext(deadline=deadline))
         summary = str(result.get("summary", ""))
         return types.CallToolResult(
             content=[types.TextContent(text=summary or json.dumps(result)[:200])],
@@ -122,7 +130,7 @@ def run_mcp(args: argparse.Namespace) -> int:
 
     async def serve() -> None:
         async with service:
-            server = build_server(service)
+            server = build_server(service, args.deadline)
             async with stdio_server() as (read_stream, write_stream):
                 await server.run(read_stream, write_stream, server.create_initialization_options())
 

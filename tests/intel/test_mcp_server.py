@@ -28,7 +28,7 @@ async def _session(folder: Path, real_servers: RealServers, tag: str) -> dict[st
     (folder.parent / "settings.json").write_text('{"lsp_disabled_tools": ["code_inlay_hints"]}')
     params = StdioServerParameters(
         command=KANDEV_LSP,
-        args=["mcp", "--workspace", str(folder), "--disable-tool", "code_hierarchy"],
+        args=["mcp", "--workspace", str(folder), "--disable-tool", "code_hierarchy", "--deadline", "90"],
         env=env,
     )
     out: dict[str, Any] = {}
