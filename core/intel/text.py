@@ -19,7 +19,7 @@ from typing import Any, Final, Protocol
 from kandev_lsp.intel.workspace import WorkspaceFile
 from kandev_lsp.lsp.positions import LineIndex, PositionEncoding
 
-__all__ = ["Document", "PositionEncoding", "TextCache", "TextSource"]
+__all__ = ["Document", "PositionEncoding", "StampedTexts", "TextCache", "TextSource"]
 
 #: Files larger than this are not read for snippets or bodies (their locations are still listed).
 MAX_TEXT_BYTES: Final = 8 * 1024 * 1024
@@ -104,25 +104,61 @@ class TextCache:
     """
 
     def __init__(
-        self, overlay: dict[str, Document] | None = None, *, max_bytes: int = MAX_TEXT_BYTES
+        self,
+        overlay: dict[str, Document] | None = None,
+        *,
+        max_bytes: int = MAX_TEXT_BYTES,
+        disk: StampedTexts | None = None,
     ) -> None:
         self._cache: dict[str, Document | None] = dict(overlay or {})
         self._max_bytes = max_bytes
+        self._disk = disk
 
     def document(self, file: WorkspaceFile) -> Document | None:
         """The file's text (decoded as UTF-8, undecodable bytes replaced), or None."""
         if file.absolute not in self._cache:
-            self._cache[file.absolute] = self._read(file)
+            self._cache[file.absolute] = (
+                self._disk.document(file) if self._disk is not None else _read(file, self._max_bytes)
+            )
         return self._cache[file.absolute]
 
-    def _read(self, file: WorkspaceFile) -> Document | None:
-        try:
-            if os.path.getsize(file.absolute) > self._max_bytes:
-                return None
-            with open(file.absolute, "rb") as handle:
-                data = handle.read(self._max_bytes + 1)
-        except OSError:
+
+def _read(file: WorkspaceFile, max_bytes: int) -> Document | None:
+    try:
+        if os.path.getsize(file.absolute) > max_bytes:
             return None
-        if b"\x00" in data[:8192]:
-            return None  # a binary file: no lines to show
-        return Document(file, data.decode("utf-8", errors="replace"))
+        with open(file.absolute, "rb") as handle:
+            data = handle.read(max_bytes + 1)
+    except OSError:
+        return None
+    if b"\x00" in data[:8192]:
+        return None  # a binary file: no lines to show
+    return Document(file, data.decode("utf-8", errors="replace"))
+
+
+class StampedTexts:
+    """Files' texts kept across tool calls, each checked against its disk stamp (mtime in ns, size) on
+    every use: one ``stat`` instead of a read, decode and split per file per call, and a file edited on
+    disk is read afresh. Bounded: the least recently used texts go first."""
+
+    def __init__(self, *, max_files: int = 2000, max_bytes: int = MAX_TEXT_BYTES) -> None:
+        self._entries: dict[str, tuple[tuple[int, int], Document | None]] = {}
+        self._max_files = max_files
+        self._max_bytes = max_bytes
+
+    def document(self, file: WorkspaceFile) -> Document | None:
+        try:
+            info = os.stat(file.absolute)
+        except OSError:
+            self._entries.pop(file.absolute, None)
+            return None
+        stamp = (info.st_mtime_ns, info.st_size)
+        entry = self._entries.pop(file.absolute, None)
+        if entry is not None and entry[0] == stamp and (entry[1] is None or entry[1].file == file):
+            self._entries[file.absolute] = entry  # most recently used last
+            return entry[1]
+        document = _read(file, self._max_bytes)
+        self._entries[file.absolute] = (stamp, document)
+        while len(self._entries) > self._max_files:
+            del self._entries[next(iter(self._entries))]
+        return document

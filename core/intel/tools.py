@@ -38,7 +38,7 @@ from kandev_lsp.intel.runtime import ManagedServer, ServerMissing, ServerPool
 from kandev_lsp.intel.snapshots import FileDiagnostics, diagnostic_snapshot
 from kandev_lsp.intel.symbols import enclosing_symbol, flatten_symbols
 from kandev_lsp.intel.targets import ResolvedTarget, Target, resolve_target
-from kandev_lsp.intel.text import Document, TextCache
+from kandev_lsp.intel.text import Document, StampedTexts, TextCache
 from kandev_lsp.intel.workspace import WorkspaceFile
 from kandev_lsp.session import log_event
 
@@ -81,6 +81,8 @@ class LspReadTools:
     def __init__(self, pool: ServerPool) -> None:
         self.pool = pool
         self.workspace = pool.workspace
+        #: Texts of files not open in a server (snippets, bodies), kept across calls by disk stamp.
+        self.disk = StampedTexts()
 
     # -- shared steps --------------------------------------------------------------------------------------
     async def _ask(
@@ -154,7 +156,7 @@ class LspReadTools:
         return server, resolve_target(target, document, symbols, server.encoding, first_match=first_match)
 
     def _texts(self, server: ManagedServer) -> TextCache:
-        return TextCache(server.open_documents())
+        return TextCache(server.open_documents(), disk=self.disk)
 
     @staticmethod
     def _deadline(ctx: IntelContext) -> Deadline:

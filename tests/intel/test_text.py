@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+from pathlib import Path
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -55,3 +58,23 @@ def test_model_positions_tolerate_malformed_values(file: WorkspaceFile) -> None:
     assert document.model_position({"line": True, "character": -1}, PositionEncoding.UTF16) == (1, 1)
     assert document.model_position(None, PositionEncoding.UTF16) == (1, 1)
     assert document.model_position({"line": 0, "character": 99}, PositionEncoding.UTF16) == (1, 4)
+
+
+def test_stamped_texts_reuse_a_file_until_it_changes_on_disk(tmp_path: Path) -> None:
+    from kandev_lsp.intel.text import StampedTexts
+    from kandev_lsp.intel.workspace import Workspace
+
+    source = tmp_path / "a.py"
+    source.write_text("one\n")
+    file = Workspace([tmp_path]).resolve("a.py")
+    texts = StampedTexts(max_files=1)
+    first = texts.document(file)
+    assert first is not None and first.line(0) == "one"
+    assert texts.document(file) is first  # unchanged on disk: not read again
+    source.write_text("two, longer\n")
+    second = texts.document(file)
+    assert second is not None and second.line(0) == "two, longer"
+    os.utime(source, ns=(1, 1))  # same size, another mtime: read again
+    assert texts.document(file) is not second
+    source.unlink()
+    assert texts.document(file) is None
