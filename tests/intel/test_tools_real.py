@@ -231,3 +231,24 @@ def test_a_cold_start_past_the_deadline_is_unavailable_not_incomplete(
 ) -> None:
     folder = write(tmp_path / "py", PYTHON)
     asyncio.run(_deadline_checks(folder, real_servers, tag))
+
+
+async def _pool_bounds(first: Path, second: Path, real_servers: RealServers, tag: str) -> None:
+    async with _service([first, second], real_servers, tag, max_servers=1, idle_timeout=1.0) as service:
+        pool = service.pool
+        one = await service.dispatch("code_symbols", {"path": "one/lib.py"}, SLOW)
+        assert one["ok"] and [s.project_root for s in pool.servers] == [str(first)], one
+        two = await service.dispatch("code_symbols", {"path": "two/lib.py"}, SLOW)
+        assert two["ok"] and [s.project_root for s in pool.servers] == [str(second)], two  # LRU evicted
+        stopped = pool.servers[0].process
+        async with asyncio.timeout(30):
+            while pool.servers or not stopped.stopped:  # idle: shut down, the process tree stopped
+                await asyncio.sleep(0.2)
+
+
+def test_the_pool_is_bounded_and_stops_idle_servers(
+    tmp_path: Path, real_servers: RealServers, tag: str
+) -> None:
+    first = write(tmp_path / "one", PYTHON).resolve()
+    second = write(tmp_path / "two", PYTHON).resolve()
+    asyncio.run(_pool_bounds(first, second, real_servers, tag))
