@@ -2,8 +2,12 @@
 
 A :class:`ServerSession` is what every front end talks to: the task-host WebSocket stream, the stdio
 ``kandev-lsp run`` command, and later the broker and the agent tools. It knows nothing about WebSockets:
-callers hand it message bodies (:meth:`ServerSession.send`) and read message bodies
-(:meth:`ServerSession.messages`). In between it
+callers hand it message bodies (:meth:`ServerSession.send`) and read message bodies from an
+:class:`Attachment` (:meth:`ServerSession.attach`, or :meth:`ServerSession.messages`). The server outlives
+its clients: one reader task always drains its stdout (K15.11) and queues each message for every
+attachment (bounded; never waiting), or, with nothing attached, lets a headless
+:class:`~kandev_lsp.lsp.Endpoint` answer the server's requests and track its progress, registrations and
+diagnostics; :meth:`ServerSession.stop` ends it gracefully (``shutdown``, ``exit``, wait, stop). In between it
 
 * frames and unframes with :mod:`kandev_lsp.protocol` under :class:`BridgeLimits` (one pump,
   :func:`read_frames`, reads frames from any :class:`asyncio.StreamReader`),
