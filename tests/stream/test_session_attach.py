@@ -194,3 +194,31 @@ def test_real_gopls_without_a_client_is_answered_and_publishes_diagnostics(tmp_p
 
     asyncio.run(scenario())
     shutil.rmtree(tmp_path / "gopath", ignore_errors=True)
+
+
+def test_graceful_stop_sends_shutdown_then_exit_and_the_server_exits_by_itself(kit: StreamKit) -> None:
+    """stop(): shutdown (bounded), exit, wait; the fake exits 0 on ``exit`` as LSP says, so the status is
+    its own (an aclose() alone would close stdin and stop it: status None, exit not requested)."""
+
+    async def scenario() -> None:
+        limits = BridgeLimits(shutdown_timeout=1.0, exit_grace=5.0)
+        async with Lifecycle(kit.plugins()) as lifecycle:
+            session = await lifecycle.launch("fake-echo", kit.task(), InstallPolicy(), limits=limits)
+            try:
+                client = session.attach()
+                initialize = {
+                    "jsonrpc": "2.0",
+                    "id": 1,
+                    "method": "initialize",
+                    "params": {"capabilities": {}},
+                }
+                await session.send(_send(initialize))
+                assert "result" in await _answer(client, 1)
+                async with asyncio.timeout(10):
+                    status = await session.stop()
+                assert client.ended and session.exit_requested
+                assert status == 0
+            finally:
+                await session.aclose()
+
+    asyncio.run(scenario())
