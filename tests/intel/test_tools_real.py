@@ -252,3 +252,32 @@ def test_the_pool_is_bounded_and_stops_idle_servers(
     first = write(tmp_path / "one", PYTHON).resolve()
     second = write(tmp_path / "two", PYTHON).resolve()
     asyncio.run(_pool_bounds(first, second, real_servers, tag))
+
+
+async def _cold_first_answer(folder: Path, real_servers: RealServers, tag: str) -> tuple[int, int, int]:
+    payload = {"target": {"path": "lib.ts", "symbol": "greet"}, "kind": "references", "limit": 500}
+    async with _service([folder], real_servers, tag) as service:
+        cold = await service.dispatch("code_navigate", payload, SLOW)
+        assert cold["ok"], cold
+        await asyncio.sleep(3.0)  # idle: whatever the server still loads has loaded
+        idle = await service.dispatch("code_navigate", payload, SLOW)
+        return cold["totalFound"], len(cold["files"]), idle["totalFound"]
+
+
+def test_the_first_answer_after_a_cold_start_is_the_complete_one(
+    tmp_path: Path, real_servers: RealServers, tag: str
+) -> None:
+    """41 files reference greet. Measured with both guards off (no readiness wait, tsserver's syntax
+    server on): the first answer is 1 reference in 1 file. Either guard alone gives 121 in 41."""
+    folder = tmp_path / "ts"
+    files = {
+        "tsconfig.json": '{"compilerOptions": {"strict": true, "target": "es2020"}}\n',
+        "lib.ts": "export function greet(name: string): string {\n  return name;\n}\n",
+    }
+    for n in range(40):
+        files[f"mod{n}.ts"] = (
+            f'import {{ greet }} from "./lib";\nexport const v{n} = greet("{n}") + greet("x");\n'
+        )
+    write(folder, files)
+    total, file_count, idle_total = asyncio.run(_cold_first_answer(folder, real_servers, tag))
+    assert (total, file_count) == (1 + 40 * 3, 41) and idle_total == total
