@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import os
 from pathlib import Path
 from typing import Any
 
@@ -281,3 +282,36 @@ def test_the_first_answer_after_a_cold_start_is_the_complete_one(
     write(folder, files)
     total, file_count, idle_total = asyncio.run(_cold_first_answer(folder, real_servers, tag))
     assert (total, file_count) == (1 + 40 * 3, 41) and idle_total == total
+
+
+GO = {
+    "go.mod": "module example.com/demo\n\ngo 1.19\n",
+    "lib.go": 'package main\n\n// Greet says hello.\nfunc greet(name string) string {\n\treturn "hello " + name\n}\n',
+    "main.go": 'package main\n\nfunc main() {\n\tvar n int = greet("a")\n\tprintln(n, greet("b"))\n}\n',
+}
+
+
+async def _go_checks(folder: Path, tag: str) -> None:
+    home = folder.parent / "home"
+    home.mkdir()
+    env = TaskEnvironment.from_agent({"HOME": str(home), "PATH": "/usr/bin:/bin", TAG_VARIABLE: tag})
+    async with IntelService.open([folder], env=env) as service:
+        call = service.dispatch
+        refs = await call(
+            "code_navigate", {"target": {"path": "lib.go", "symbol": "greet"}, "kind": "references"}, SLOW
+        )
+        assert refs["ok"] and refs["summary"] == "3 references · 2 files", refs
+        hover = await call(
+            "code_hover", {"target": {"path": "main.go", "line": 5, "matchText": "greet"}}, SLOW
+        )
+        assert hover["ok"] and "func greet(name string) string" in hover["text"], hover
+        outline = await call("code_symbols", {"path": "lib.go"}, SLOW)
+        assert [s["name"] for s in outline["symbols"]] == ["greet"], outline
+        diagnostics = await call("code_diagnostics", {"path": "main.go"}, SLOW)
+        assert diagnostics["ok"] and diagnostics["counts"]["error"] >= 1, diagnostics
+        assert diagnostics["problems"][0]["line"] == 4, diagnostics
+
+
+@pytest.mark.skipif(not os.access("/usr/bin/gopls", os.X_OK), reason="Debian's gopls is not installed")
+def test_go_tools_on_debian_gopls(tmp_path: Path, tag: str) -> None:
+    asyncio.run(_go_checks(write(tmp_path / "go", GO), tag))
