@@ -315,3 +315,27 @@ async def _go_checks(folder: Path, tag: str) -> None:
 @pytest.mark.skipif(not os.access("/usr/bin/gopls", os.X_OK), reason="Debian's gopls is not installed")
 def test_go_tools_on_debian_gopls(tmp_path: Path, tag: str) -> None:
     asyncio.run(_go_checks(write(tmp_path / "go", GO), tag))
+
+
+async def _watched_checks(
+    folder: Path, real_servers: RealServers, tag: str
+) -> tuple[bool, list[Any], list[Any]]:
+    payload = {"target": {"path": "app.py", "line": 5, "matchText": "greet"}, "kind": "definition"}
+    async with _service([folder], real_servers, tag) as service:
+        before = await service.dispatch("code_navigate", payload, SLOW)
+        server = service.pool.servers[0]
+        lib = service.workspace.resolve("lib.py")
+        assert lib.uri in server.seen and lib.uri not in server.documents  # seen in an answer, never opened
+        (folder / "lib.py").write_text("# a comment\n\n\n" + PYTHON["lib.py"])
+        after = await service.dispatch("code_navigate", payload, SLOW)
+        watched = bool(server.client.endpoint.registrations.for_method("workspace/didChangeWatchedFiles"))
+        return watched, _lines(before), _lines(after)
+
+
+def test_a_file_seen_in_an_answer_and_edited_on_disk_is_announced(
+    tmp_path: Path, real_servers: RealServers, tag: str
+) -> None:
+    folder = write(tmp_path / "py", PYTHON)
+    watched, before, after = asyncio.run(_watched_checks(folder, real_servers, tag))
+    assert watched  # pyright registers for workspace/didChangeWatchedFiles
+    assert before == [("lib.py", 11)] and after == [("lib.py", 14)], (before, after)
