@@ -45,6 +45,7 @@ from kandev_lsp.protocol import DEFAULT_LIMITS, NEED_DATA, FrameDecoder, FrameLi
 from kandev_lsp.protocol.errors import MalformedMessage, ProtocolError
 from kandev_lsp.protocol.jsonrpc import (
     MessageKind,
+    RequestId,
     classify,
     dump_message,
     notification,
@@ -400,7 +401,7 @@ class ServerSession:
         self._headless: Endpoint | None = None
         self._client_initialize: dict[str, Any] | None = None
         self._shutdown_answer: asyncio.Future[None] | None = None
-        self._shutdown_id: int | None = None
+        self._shutdown_id: RequestId | None = None
 
     @classmethod
     async def start(
@@ -719,7 +720,12 @@ class ServerSession:
         if self._headless is None:
             from kandev_lsp.lsp import Endpoint
 
-            endpoint = Endpoint(configuration=lambda params: self._answerer.answer(self._settings, params))
+            # String ids of its own: a late answer to a detached client's integer id can never be
+            # taken for the answer to the session's own ``shutdown``.
+            endpoint = Endpoint(
+                configuration=lambda params: self._answerer.answer(self._settings, params),
+                id_prefix="kandev-lsp:",
+            )
             endpoint.set_handler("workspace/workspaceFolders", self._workspace_folders)
             self._headless = endpoint
         return self._headless

@@ -46,7 +46,7 @@ from kandev_lsp.protocol import (
     ProtocolError,
     encode_header,
 )
-from kandev_lsp.protocol.jsonrpc import ErrorCode
+from kandev_lsp.protocol.jsonrpc import ErrorCode, RequestId
 
 __all__ = ["DEFAULT_WRITE_TIMEOUT", "LspClient", "ServerRequestHandler", "Subscription"]
 
@@ -143,8 +143,8 @@ class LspClient:
         self._limits = frame_limits
         self._peer = peer
         self._write_timeout = write_timeout
-        self._futures: dict[int, asyncio.Future[Any]] = {}
-        self._timeouts: dict[int, float | None] = {}
+        self._futures: dict[RequestId, asyncio.Future[Any]] = {}
+        self._timeouts: dict[RequestId, float | None] = {}
         self._subscriptions: list[Subscription] = []
         self._handlers: dict[str, ServerRequestHandler] = {}
         self._handler_tasks: dict[Any, asyncio.Task[None]] = {}

@@ -114,7 +114,7 @@ class PendingRequest:
     :meth:`Endpoint.cancel_tagged`. ``generation`` is the server generation it was sent to.
     """
 
-    id: int
+    id: RequestId
     method: str
     sent_at: float
     deadline: float | None
@@ -255,7 +255,7 @@ def _parse(body: bytes | str) -> dict[str, Any] | MessageRejected:
 class _Initialize:
     params: dict[str, Any] | None = None
     sent_at: float | None = None
-    request_id: int | None = None
+    request_id: RequestId | None = None
     result: dict[str, Any] | None = None
     answered_at: float | None = None
     error: Mapping[str, Any] | None = None
@@ -277,8 +277,12 @@ class Endpoint:
         limits: EndpointLimits = DEFAULT_LIMITS,
         configuration: Callable[[Any], Any] | None = None,
         apply_edit: Callable[[Any], Any] | None = None,
+        id_prefix: str | None = None,
     ) -> None:
         self.limits = limits
+        #: With a prefix, request ids are strings (``"<prefix>1"``): for an endpoint that shares the
+        #: server with clients whose integer ids (and late answers to them) must never match its own.
+        self.id_prefix = id_prefix
         self.configuration = configuration
         self.apply_edit = apply_edit
         self.generation = 1
@@ -288,7 +292,7 @@ class Endpoint:
         self.diagnostics = DiagnosticsStore(self.generation)
         self.closed = False
         self._ids = itertools.count(1)
-        self._pending: dict[int, PendingRequest] = {}
+        self._pending: dict[RequestId, PendingRequest] = {}
         self._tracked = 0
         self._deferred: dict[RequestId, str] = {}
         self._outbox: list[bytes] = []
@@ -388,7 +392,8 @@ class Endpoint:
                 f"cannot send {method}: {limits.max_pending} requests are already waiting for this server "
                 "(EndpointLimits.max_pending); wait for answers or cancel some"
             )
-        request_id = next(self._ids)
+        number = next(self._ids)
+        request_id: RequestId = number if self.id_prefix is None else f"{self.id_prefix}{number}"
         size = _ENTRY_OVERHEAD + len(method) + id_size(request_id)
         if self._tracked + size > limits.max_tracked_bytes:
             raise RequestRefused(
@@ -422,7 +427,7 @@ class Endpoint:
             message["params"] = params
         self._outbox.append(_encode(message))
 
-    def cancel(self, request_id: int) -> PendingRequest | None:
+    def cancel(self, request_id: RequestId) -> PendingRequest | None:
         """Stop waiting for ``request_id`` and queue ``$/cancelRequest``; a late answer is dropped.
 
         Returns the request, or None when it was not pending (already answered, timed out or cancelled).
@@ -440,14 +445,14 @@ class Endpoint:
             if pending.tag == tag and (request := self.cancel(request_id)) is not None
         ]
 
-    def _forget(self, request_id: int) -> PendingRequest | None:
+    def _forget(self, request_id: RequestId) -> PendingRequest | None:
         request = self._pending.pop(request_id, None)
         if request is not None:
             self._tracked -= request.size
         return request
 
     @property
-    def pending(self) -> Mapping[int, PendingRequest]:
+    def pending(self) -> Mapping[RequestId, PendingRequest]:
         """Requests waiting for an answer, by id (read-only view)."""
         return self._pending
 
@@ -616,8 +621,8 @@ class Endpoint:
         request_id = message.get("id")
         if ("result" in message) == ("error" in message):
             return MessageRejected('a response must carry exactly one of "result" and "error"')
-        if isinstance(request_id, bool) or not isinstance(request_id, int):
-            return UnmatchedResponse(request_id if isinstance(request_id, str) else None)
+        if isinstance(request_id, bool) or not isinstance(request_id, int | str):
+            return UnmatchedResponse(None)
         request = self._forget(request_id)
         if request is None:
             return UnmatchedResponse(request_id)

@@ -46,6 +46,18 @@ def answer(endpoint: Endpoint, request_id: Any, method: str, params: Any = None)
     return reply
 
 
+def test_prefixed_ids_never_match_a_clients_integer_ids() -> None:
+    """A session's own endpoint shares the server with clients: a late answer to a client's id 1 must
+    not be taken for the answer to the endpoint's own first request (its ``shutdown``)."""
+    endpoint = Endpoint(id_prefix="kandev-lsp:")
+    shutdown = endpoint.send_request("shutdown", now=0.0)
+    assert shutdown.id == "kandev-lsp:1"
+    assert sent(endpoint) == [{"jsonrpc": "2.0", "id": "kandev-lsp:1", "method": "shutdown"}]
+    assert endpoint.receive(b'{"jsonrpc":"2.0","id":1,"result":{"late":true}}', 1.0) == [UnmatchedResponse(1)]
+    (event,) = endpoint.receive(b'{"jsonrpc":"2.0","id":"kandev-lsp:1","result":null}', 1.0)
+    assert event == ResponseReceived(shutdown, None, None)
+
+
 def test_requests_get_increasing_ids_and_their_responses_resolve_them() -> None:
     endpoint = Endpoint()
     first = endpoint.send_request("textDocument/hover", {"x": 1}, now=0.0)
