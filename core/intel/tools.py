@@ -352,7 +352,7 @@ class LspReadTools:
             server, resolved = await self._target(args.target, args.first_match, deadline, ctx)
             params = {"textDocument": {"uri": resolved.uri}, "position": resolved.position}
             hover_call = self._ask(server, "textDocument/hover", params, deadline, ctx)
-            if server.offers("signatureHelpProvider"):
+            if server.offers("signatureHelpProvider") and _inside_call(resolved):
                 hover, signature = await asyncio.gather(
                     hover_call,
                     self._ask(server, "textDocument/signatureHelp", params, deadline, ctx, warmup=False),
@@ -524,6 +524,31 @@ class LspReadTools:
             if latest is not None and not pending and servers[0].client.now() - latest >= QUIET:
                 return
             await asyncio.sleep(0.05)
+
+
+#: Lines above the target searched for the call it may be an argument of.
+_CALL_LINES: Final = 8
+
+
+def _inside_call(resolved: ResolvedTarget) -> bool:
+    """Whether the target may be inside a call's parentheses (an unclosed ``(`` before it, a few lines
+    up at most): only there does signature help have an active parameter to mark. Elsewhere it answers
+    nothing, and asking would double what a single-threaded server does for one hover."""
+    document = resolved.document
+    line, column = resolved.line - 1, resolved.column - 1
+    depth = 0
+    for number in range(line, max(-1, line - _CALL_LINES), -1):
+        text = document.line(number)
+        if number == line:
+            text = text[:column]
+        for char in reversed(text):
+            if char == ")":
+                depth += 1
+            elif char == "(":
+                if depth == 0:
+                    return True
+                depth -= 1
+    return False
 
 
 class _Pulled:
