@@ -186,8 +186,12 @@ class LspReadTools:
             ok=result.get("ok", True),
             status=result.get("status", "ok"),
             duration_ms=round((time.monotonic() - started) * 1000, 1),
+            attempts=(result.get("provider") or {}).get("attempts"),
             total=result.get("totalFound"),
-        )
+            shown=result.get("shown"),
+            coverage=(result.get("coverage") or {}).get("kind"),
+            ready=False if result.get("readiness") else None,
+        )  # B8.14: counts, states and durations only, never paths, source text or messages
         return result
 
     # -- code_symbols --------------------------------------------------------------------------------------

@@ -35,3 +35,34 @@ def test_signature_help_is_asked_only_inside_a_call(
         Target("a.py", line=line, match_text=match), document, None, PositionEncoding.UTF16
     )
     assert _inside_call(resolved) is inside
+
+
+def test_tool_logs_carry_counts_and_states_never_paths_or_messages(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    import asyncio
+    import logging
+    from types import SimpleNamespace
+    from typing import Any
+
+    from kandev_lsp.intel.dispatch import IntelContext
+    from kandev_lsp.intel.executor import Deadline
+    from kandev_lsp.intel.tools import LspReadTools
+
+    tools = LspReadTools(SimpleNamespace(workspace=Workspace([tmp_path])))  # type: ignore[arg-type]
+
+    async def body(deadline: Deadline) -> dict[str, Any]:
+        return {
+            "problems": [{"path": "src/secret_name.py", "message": "undefined name 'token_value'"}],
+            "totalFound": 1,
+            "shown": 1,
+            "coverage": {"kind": "complete"},
+            "provider": {"attempts": 2},
+        }
+
+    with caplog.at_level(logging.INFO, logger="kandev_lsp.intel"):
+        asyncio.run(tools._guard("code_diagnostics", {}, body, IntelContext()))
+    line = " ".join(record.getMessage() for record in caplog.records)
+    assert "event=intel_tool" in line and "tool=code_diagnostics" in line
+    assert "total=1" in line and "coverage=complete" in line and "attempts=2" in line
+    assert "secret_name" not in line and "token_value" not in line
