@@ -40,6 +40,7 @@ from kandev_lsp.intel.symbols import enclosing_symbol, flatten_symbols
 from kandev_lsp.intel.targets import ResolvedTarget, Target, resolve_target
 from kandev_lsp.intel.text import Document, StampedTexts, TextCache
 from kandev_lsp.intel.workspace import WorkspaceFile
+from kandev_lsp.lsp.errors import LspError
 from kandev_lsp.session import log_event
 
 __all__ = ["LspReadTools", "ProviderFailed"]
@@ -178,6 +179,15 @@ class LspReadTools:
             result = apply_notice(tool, {"ok": True, **empty}, missing.notice, empty=True)
         except ProviderUnavailable as error:
             result = {"ok": False, "status": "unavailable", "error": error.message, **error.detail}
+        except (
+            LspError,
+            ConnectionError,
+        ) as error:  # the server went away mid-call: the next call restarts it
+            result = {
+                "ok": False,
+                "status": "unavailable",
+                "error": f"the language server connection ended during the call ({error}); ask again to restart it",
+            }
         log_event(
             _log,
             "intel_tool",

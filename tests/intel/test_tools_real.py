@@ -339,3 +339,26 @@ def test_a_file_seen_in_an_answer_and_edited_on_disk_is_announced(
     watched, before, after = asyncio.run(_watched_checks(folder, real_servers, tag))
     assert watched  # pyright registers for workspace/didChangeWatchedFiles
     assert before == [("lib.py", 11)] and after == [("lib.py", 14)], (before, after)
+
+
+async def _restart_checks(folder: Path, real_servers: RealServers, tag: str) -> None:
+    import signal
+
+    payload = {"target": {"path": "lib.py", "symbol": "greet"}, "kind": "references"}
+    async with _service([folder], real_servers, tag) as service:
+        first = await service.dispatch("code_navigate", payload, SLOW)
+        assert first["ok"], first
+        crashed = service.pool.servers[0]
+        os.killpg(crashed.process.pid, signal.SIGKILL)  # the server dies between two calls
+        async with asyncio.timeout(30):
+            await crashed.client.wait_closed()
+        again = await service.dispatch("code_navigate", payload, SLOW)
+        assert again["ok"] and again["totalFound"] == first["totalFound"], again
+        assert service.pool.servers[0] is not crashed  # a new server, documents opened afresh
+        await crashed.process.stop(grace=1)
+
+
+def test_a_server_that_died_is_restarted_by_the_next_call(
+    tmp_path: Path, real_servers: RealServers, tag: str
+) -> None:
+    asyncio.run(_restart_checks(write(tmp_path / "py", PYTHON), real_servers, tag))
