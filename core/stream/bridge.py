@@ -33,6 +33,12 @@ class ClientGone(Exception):
     """The client disconnected; raised by a channel's ``send``."""
 
 
+class StopRequested(Exception):
+    """The client asked for the server to be stopped (the stream's ``{"control":"stop"}`` frame); raised
+    by a channel's ``messages()``. The bridge ends with :attr:`BridgeEnd.STOP_REQUESTED`; the caller
+    stops the server gracefully and reaps its tree before it answers."""
+
+
 class ClientChannel(Protocol):
     """The client side of a bridge."""
 
@@ -54,6 +60,7 @@ class BridgeEnd(StrEnum):
     """Why a bridge ended."""
 
     CLIENT_CLOSED = "client_closed"
+    STOP_REQUESTED = "stop_requested"
     CLIENT_TOO_LARGE = "client_message_too_large"
     CLIENT_MALFORMED = "client_input_malformed"
     CLIENT_STALLED = "client_stalled"
@@ -134,6 +141,8 @@ async def _client_to_server(session: ServerSession, client: ClientChannel, progr
         return BridgeEnd.CLIENT_TOO_LARGE, _first_line(exc)
     except ProtocolError as exc:
         return BridgeEnd.CLIENT_MALFORMED, _first_line(exc)
+    except StopRequested:
+        return BridgeEnd.STOP_REQUESTED, "the client asked to stop the server"
     except StdinStalled as exc:
         return BridgeEnd.SERVER_STALLED, str(exc)
     except ServerGone as exc:

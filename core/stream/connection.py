@@ -10,6 +10,11 @@ cancels the install and closes the connection with 1001. Once the install has fi
 kept: the ones that arrive before ``ready`` are delivered to the server, in order, right after it
 started. When the client's message and the install's end are seen in the same loop turn, the install
 wins and the message is kept.
+
+The stop frame ``{"control":"stop"}`` (docs/stream-contract.md, "Control frames") is the exception: at
+any point it stops what runs (the install is cancelled and reaped; a started server gets the graceful
+stop and its whole tree is confirmed gone), and only then is the connection closed with 1000 ``stopped``,
+so the close itself proves the cleanup (the broker's stop, K16.2, K12.14).
 """
 
 from __future__ import annotations
@@ -42,6 +47,7 @@ log = logging.getLogger("kandev_lsp.stream")
 #: The close code for each way a bridge can end (see :func:`bridge_close`).
 BRIDGE_CLOSE_CODES: dict[BridgeEnd, CloseCode] = {
     BridgeEnd.CLIENT_CLOSED: CloseCode.NORMAL,
+    BridgeEnd.STOP_REQUESTED: CloseCode.NORMAL,  # reason "stopped", see bridge_close
     BridgeEnd.CLIENT_TOO_LARGE: CloseCode.MESSAGE_TOO_BIG,
     BridgeEnd.CLIENT_MALFORMED: CloseCode.INVALID_DATA,  # not UTF-8; a bad frame was closed 1002 already
     # The server is stopped because the client stopped reading: the server is gone, which is what 4006
@@ -66,6 +72,8 @@ def bridge_close(
     """
     if stopping:
         return CloseCode.GOING_AWAY, CLOSE_REASONS[CloseCode.GOING_AWAY]
+    if end is BridgeEnd.STOP_REQUESTED:  # sent only after the graceful stop reaped the tree
+        return CloseCode.NORMAL, contract.STOPPED
     if end is BridgeEnd.SERVER_EXITED and status == 0 and exit_requested:
         return CloseCode.NORMAL, CLOSE_REASONS[CloseCode.NORMAL]
     code = BRIDGE_CLOSE_CODES[end]
@@ -173,6 +181,11 @@ class StreamConnection:
         pending: list[bytes] = []
         if not resolution.found:
             resolution, pending = await self._ensure(resolution)
+        if any(contract.is_stop_frame(body) for body in pending):
+            # The stop frame came as the install finished: nothing runs, nothing to start.
+            self._log("stop_requested", detail="before the server started")
+            why = "stopped before the server started"
+            raise await self._close(CloseCode.NORMAL, why, reason=contract.STOPPED)
         await self._serve(resolution, pending)
 
     # Install ------------------------------------------------------------------------------------------
@@ -194,13 +207,23 @@ class StreamConnection:
         await _cancel(ensure, LaunchError, _Closed, Exception)  # the client spoke or left first
         pending: list[bytes] = []
         if ensure.cancelled():
+            stop_asked = (
+                not self.ctx.stopping
+                and listen.done()
+                and listen.exception() is None
+                and contract.is_stop_frame(listen.result())
+            )
             if self.ctx.stopping:
                 why = "kandev-lsp is stopping (teardown)"
             elif listen.exception():
                 why = "the client disconnected"
+            elif stop_asked:
+                why = "the client asked to stop"
             else:
                 why = "the client sent a message"
             self._log("install_cancelled", detail=why)
+            if stop_asked:  # the cancelled install's processes are reaped by now (_cancel waited)
+                raise await self._close(CloseCode.NORMAL, why, reason=contract.STOPPED)
             raise await self._close(CloseCode.GOING_AWAY, why)
         if not listen.done():
             await _cancel(listen, ConnectionClosed)  # safe: websockets keeps the message for the next recv()
@@ -242,6 +265,7 @@ class StreamConnection:
             code = contract.launch_close_code(exc.failure)
             raise await self._close(code, exc.first_line, logging.WARNING) from None
         self._log("server_start", pid=session.pid, source=resolution.source)
+        stop_asked = False
         try:
             await self._status(
                 contract.ready_frame(self.language, self.ctx.task.workspace, self.ctx.workspace_uri)
@@ -249,8 +273,11 @@ class StreamConnection:
             channel = WebSocketChannel(self.ws, pending=pending, max_message=self.ctx.limits.max_message)
             result = await bridge(session, channel)
             stopping = self.ctx.stopping  # what ended the bridge, not what happened while stopping it
+            stop_asked = result.end is BridgeEnd.STOP_REQUESTED and not stopping
         finally:
-            status = await session.aclose()
+            # The stop frame: the graceful stop (shutdown unless the client already sent exit, exit, the
+            # grace, then the whole tree stopped and confirmed gone) before the 1000 that answers it.
+            status = await (session.stop() if stop_asked else session.aclose())
         code, reason = bridge_close(
             result.end, status, exit_requested=session.exit_requested, stopping=stopping
         )

@@ -87,6 +87,34 @@ def launch_close_code(failure: str) -> CloseCode:
 
 #: The reason of a 4006 sent because the client stopped reading (the server was stopped for it).
 CLIENT_TOO_SLOW = "client too slow"
+#: The reason of the 1000 that answers a ``{"control":"stop"}`` frame, sent once the tree is reaped.
+STOPPED = "stopped"
+
+#: How every control frame starts, and the largest one looked at: a client frame is inspected only when
+#: it is this small and starts with these bytes, so JSON-RPC traffic costs one ``startswith`` (a JSON-RPC
+#: message always has ``"jsonrpc"``, so it is never taken for a control frame).
+CONTROL_PREFIX = b'{"control"'
+MAX_CONTROL_FRAME = 1024
+
+
+def is_stop_frame(body: bytes) -> bool:
+    """Whether a client message is the stop request ``{"control":"stop"}`` (pure).
+
+    The object must have ``"control": "stop"`` and no ``jsonrpc`` key (other keys, e.g. an ``id``, are
+    ignored). Anything else, including a JSON-RPC message that merely mentions ``control``, is traffic.
+    """
+    if len(body) > MAX_CONTROL_FRAME or not body.startswith(CONTROL_PREFIX):
+        return False
+    try:
+        data = json.loads(body)
+    except ValueError:
+        return False
+    return isinstance(data, dict) and data.get("control") == "stop" and "jsonrpc" not in data
+
+
+def stop_frame() -> str:
+    """The stop request a stream client (the broker) sends: stop the server, reap it, then close 1000."""
+    return _frame({"control": "stop"})
 
 
 class BadStreamRequest(ValueError):

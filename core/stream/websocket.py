@@ -1,7 +1,8 @@
 """A WebSocket connection as a :class:`~kandev_lsp.stream.bridge.ClientChannel`.
 
-Each text (or binary) message from the client is one LSP message body; each body from the server is sent
-as one text message. Incoming messages are received fragment by fragment and checked to be UTF-8 (RFC 6455
+Each text (or binary) message from the client is one LSP message body (except the stop control frame,
+which ends :meth:`WebSocketChannel.messages` with :class:`~kandev_lsp.stream.bridge.StopRequested`); each
+body from the server is sent as one text message. Incoming messages are received fragment by fragment and checked to be UTF-8 (RFC 6455
 requires it of text frames; LSP bodies are UTF-8 JSON, so binary frames are held to it too): a message
 that is not is refused with 1007 instead of being passed to the server. Outgoing bodies are checked to be
 UTF-8, since a text frame must be.
@@ -24,7 +25,8 @@ import mmap
 from collections.abc import AsyncGenerator, Iterable
 
 from kandev_lsp.protocol.errors import MalformedMessage, ReceivedFrameTooLarge, RemoteProtocolError
-from kandev_lsp.stream.bridge import ClientGone
+from kandev_lsp.stream.bridge import ClientGone, StopRequested
+from kandev_lsp.stream.contract import CONTROL_PREFIX, is_stop_frame
 from websockets.asyncio.connection import Connection
 from websockets.exceptions import ConnectionClosed
 from websockets.frames import CloseCode
@@ -136,6 +138,8 @@ class WebSocketChannel:
         pending, self._pending = self._pending, []
         for body in pending:
             check_utf8(body)
+            if body.startswith(CONTROL_PREFIX) and is_stop_frame(body):
+                raise StopRequested
             yield body
         while True:
             try:
@@ -144,6 +148,10 @@ class WebSocketChannel:
                 self._closed(exc)
                 return
             check_utf8(body)
+            # The stream's one control frame (docs/stream-contract.md, "Control frames"); JSON-RPC
+            # traffic pays one startswith and is never parsed here.
+            if body.startswith(CONTROL_PREFIX) and is_stop_frame(body):
+                raise StopRequested
             yield body
 
     async def _receive(self) -> bytes:

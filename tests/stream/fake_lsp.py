@@ -15,12 +15,15 @@ Run as ``fake_lsp.py MODE``. Modes:
            ``test/flood`` -> write ``params.count`` notifications of ``params.size`` bytes, flat out,
            ``test/exit0`` -> exit(0) at once, unasked; the ``exit`` notification -> exit(0) (as LSP says).
 ``mute``   never read stdin; sleep.
+``stubborn`` ``echo`` that answers ``shutdown`` (null) but ignores ``exit``, the end of its input and
+           SIGINT: only the supervisor's SIGKILL ends it (a hung server, for the stream's stop frame).
 """
 
 from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -52,7 +55,7 @@ def read_frame(stream) -> bytes | None:  # type: ignore[no-untyped-def]
     return stream.read(length)
 
 
-def echo() -> None:
+def echo(stubborn: bool = False) -> None:
     stdin = sys.stdin.buffer
     asked = 0
     while (body := read_frame(stdin)) is not None:
@@ -62,7 +65,12 @@ def echo() -> None:
             method = message.get("method")
             params = message.get("params")
         if b'"exit"' in body and json.loads(body).get("method") == "exit":
+            if stubborn:
+                continue
             os._exit(0)
+        if stubborn and b'"shutdown"' in body and (message := json.loads(body)).get("method") == "shutdown":
+            send({"jsonrpc": "2.0", "id": message["id"], "result": None})
+            continue
         if b'"initialize"' in body and (message := json.loads(body)).get("method") == "initialize":
             result = {"capabilities": {"hoverProvider": True}, "received": message.get("params")}
             send({"jsonrpc": "2.0", "id": message["id"], "result": result})
@@ -110,6 +118,10 @@ def main() -> None:
     mode = sys.argv[1] if len(sys.argv) > 1 else "echo"
     try:
         if mode == "mute":
+            time.sleep(600)
+        elif mode == "stubborn":
+            signal.signal(signal.SIGINT, signal.SIG_IGN)
+            echo(stubborn=True)
             time.sleep(600)
         else:
             echo()

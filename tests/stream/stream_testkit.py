@@ -162,18 +162,19 @@ def _release_recipe(base_url: str, version: str, name: str, digest: str | None) 
 class FakePlugin:
     """Fake languages for fault tests, registered like any third-party plugin.
 
-    ``fake-echo``/``fake-mute``: found at the fake server (modes echo/mute); ``fake-badexec``: found at a
+    ``fake-echo``/``fake-mute``/``fake-stubborn``: found at the fake server (modes echo/mute/stubborn); ``fake-badexec``: found at a
     script whose interpreter does not exist; ``fake-release`` (installs from :class:`ReleaseServer`,
     succeeds), ``fake-broken`` (404), ``fake-slow`` (the download stalls): missing until installed;
     ``fake-manual``: missing, no installer.
     """
 
     def __init__(self, fake: str, bad: str, release: ReleaseServer | None) -> None:
-        self.paths = {"fake-echo": fake, "fake-mute": fake, "fake-badexec": bad}
+        self.paths = {"fake-echo": fake, "fake-mute": fake, "fake-stubborn": fake, "fake-badexec": bad}
         manual = ManualInstall("Install the fake server by hand.")
         self.specs = [
             LanguageSpec("fake-echo", "Fake echo", "fake-lsp", args=("echo",), install=manual),
             LanguageSpec("fake-mute", "Fake mute", "fake-lsp", args=("mute",), install=manual),
+            LanguageSpec("fake-stubborn", "Fake stubborn", "fake-lsp", args=("stubborn",), install=manual),
             LanguageSpec("fake-badexec", "Fake bad exec", "fake-lsp", install=manual),
             LanguageSpec("fake-manual", "Fake manual", "fake-manual-lsp", install=manual),
         ]
@@ -230,6 +231,15 @@ class FakePlugin:
         if language.id != "fake-echo":
             return None
         return {"fromPlugin": True, "kept": settings.get("kept")}
+
+    @hookimpl
+    def kandev_lsp_suppressed_providers(
+        self, language: LanguageSpec, capabilities: Mapping[str, Any]
+    ) -> Iterable[str] | None:
+        """``fake-stubborn`` makes the editor's hover redundant when its server advertises one."""
+        if language.id != "fake-stubborn":
+            return None
+        return ["hover"] if capabilities.get("hoverProvider") else []
 
 
 # A test's world ---------------------------------------------------------------------------------------------
