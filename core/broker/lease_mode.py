@@ -11,12 +11,15 @@ book's actions:
 * before serve's ``ready``, its install frames are relayed to the attached client and the client's
   frames are not read (held by the WebSocket layer), so a client frame never cancels an install; a
   client that leaves during an install leaves it running (K14 install phase);
-* the ready frame carries the lease id, whether it resumed, and the peer's retained state (K17.3);
-* stop and release: the peer's ``shutdown`` (bounded) and ``exit``, then serve's own close, which it
-  sends only after reaping the server's tree when the server exits by itself; if that does not come in
-  time the broker closes the upstream (serve then stops the tree) and acknowledges with
-  ``confirmed: false``. (A ``{"control":"stop"}`` frame on serve's stream, as the contract chooses, would
-  make a hung server's cleanup observable too; serve does not have it yet.)
+* the ready frame carries the lease id, whether it resumed, and the peer's retained state (K17.3); its
+  ``suppressedProviders`` are computed here, from the retained capabilities with the plugins' hook
+  (``suppressed_providers``), because serve's own ready frame comes before ``initialize`` and a frame
+  of serve's after JSON-RPC traffic started would break generic stream clients (K2.3);
+* stop and release: the peer's ``shutdown`` (bounded) and ``exit``, then serve's ``{"control":"stop"}``
+  frame: serve stops the server (a hung one too), reaps its whole tree and only then closes with 1000
+  ``stopped``, so that close confirms the cleanup (K16.2, K12.14). If it does not come within the
+  cleanup bound the broker closes the upstream (serve then stops the tree) and acknowledges with
+  ``confirmed: false``.
 """
 
 from __future__ import annotations
@@ -26,8 +29,8 @@ import contextlib
 import json
 import logging
 import time
-from collections.abc import Callable, Iterable
-from typing import Any
+from collections.abc import Callable, Iterable, Mapping
+from typing import TYPE_CHECKING, Any
 
 from kandev_lsp.broker.closecodes import (
     CLOSE_REASONS,
@@ -64,12 +67,35 @@ from kandev_lsp.broker.logs import log_transitions
 from kandev_lsp.broker.peer import ConfigurationAnswerer, LeasePeer, PeerOutput
 from kandev_lsp.protocol.jsonrpc import notification
 from kandev_lsp.session import log_event
+from kandev_lsp.stream.contract import stop_frame
 from websockets.asyncio.client import ClientConnection, connect
 from websockets.asyncio.server import ServerConnection
 from websockets.exceptions import ConnectionClosed, InvalidHandshake, InvalidURI
 from websockets.protocol import State
 
 __all__ = ["LeaseMode", "LeaseModeConfig"]
+
+if TYPE_CHECKING:
+    from kandev_lsp.host import PluginHost
+
+#: The editor built-ins a server makes redundant, from its language id and advertised capabilities.
+SuppressedProviders = Callable[[str, Mapping[str, Any]], Iterable[str]]
+
+
+def plugin_suppressed_providers(plugins: PluginHost) -> SuppressedProviders:
+    """The plugins' ``kandev_lsp_suppressed_providers`` hook as a :data:`SuppressedProviders` (the same
+    hook serve's session uses; a language no loaded plugin declares suppresses nothing)."""
+    from kandev_lsp.errors import UnknownLanguageError
+
+    def suppressed(language: str, capabilities: Mapping[str, Any]) -> Iterable[str]:
+        try:
+            spec = plugins.language(language)
+        except UnknownLanguageError:
+            return ()
+        return plugins.suppressed_providers(spec, capabilities)
+
+    return suppressed
+
 
 log = logging.getLogger("kandev_lsp.broker")
 
@@ -198,10 +224,12 @@ class LeaseMode:
         config: LeaseModeConfig | None = None,
         *,
         configuration: Callable[[str, str], ConfigurationAnswerer] | None = None,
+        suppressed_providers: SuppressedProviders | None = None,
     ) -> None:
         self.book = book
         self.config = config or LeaseModeConfig()
         self._configuration = configuration
+        self._suppressed_providers = suppressed_providers
         self._leases: dict[str, _Lease] = {}
         self._timers: dict[str, asyncio.TimerHandle] = {}
         self._waiting: dict[str, asyncio.Future[int | None]] = {}
@@ -326,6 +354,10 @@ class LeaseMode:
         ready = lease.ready or {}
         peer = lease.peer
         sent_at = peer.initialize_sent_at
+        capabilities = peer.capabilities
+        suppressed: list[str] = []
+        if capabilities is not None and self._suppressed_providers is not None:
+            suppressed = sorted(set(self._suppressed_providers(lease.query.language, capabilities)))
         return ReadyInfo(
             language=lease.query.language,
             workspace_path=str(ready.get("workspacePath", lease.execution.workspace)),
@@ -333,7 +365,7 @@ class LeaseMode:
             lease_id=lease.lease_id,
             resumed=resumed,
             server_generation=peer.server_generation,
-            capabilities=peer.capabilities,
+            capabilities=capabilities,
             server_info=peer.server_info,
             position_encoding=peer.position_encoding,
             registrations=[registration.to_json() for registration in peer.effective_registrations()],
@@ -342,6 +374,7 @@ class LeaseMode:
             if sent_at is None
             else int((time.time() - (time.monotonic() - sent_at)) * 1000),
             initialized=peer.initialize_result is not None,
+            suppressed_providers=suppressed,
         )
 
     # --- performing the book's actions -----------------------------------------------------------
@@ -527,9 +560,12 @@ class LeaseMode:
         if not lease.shutdown_done.is_set():  # no answer within the bound: `exit` all the same (K16.2)
             self._to_server(lease, PeerOutput(to_server=[notification("exit")]))
         lease.exit_sent = True
+        # serve's stop frame, after `exit` on the same ordered queue: serve stops the server even if it
+        # ignores `exit`, reaps its tree, and only then closes 1000 (docs/stream-contract.md).
+        lease.outbox.put_nowait(stop_frame())
         with contextlib.suppress(TimeoutError):
             async with asyncio.timeout(self.config.cleanup_timeout):
-                await lease.ended.wait()  # serve closes after reaping the server that exited
+                await lease.ended.wait()  # serve closes once the server's tree is reaped
         if not lease.ended.is_set():
             lease.closed_by_broker = True  # serve then stops the tree, but nobody confirms it
             await _close_upstream(upstream, self.config.write_timeout)

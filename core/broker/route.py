@@ -31,7 +31,7 @@ from kandev_lsp.broker.closecodes import CLOSE_REASONS, BrokerCloseCode, proxy_c
 from kandev_lsp.broker.config import DEFAULT_DETACH_TIMEOUT, DEFAULT_MAX_CONNECTIONS
 from kandev_lsp.broker.contract import BadBrokerRequest, BrokerQuery, parse_broker_path, parse_broker_query
 from kandev_lsp.broker.directory import DirectoryError, Execution, ExecutionDirectory, replaced_executions
-from kandev_lsp.broker.lease_mode import LeaseMode, LeaseModeConfig
+from kandev_lsp.broker.lease_mode import LeaseMode, LeaseModeConfig, SuppressedProviders
 from kandev_lsp.broker.leases import (
     LeaseBook,
     LeaseConfig,
@@ -100,6 +100,9 @@ class BrokerServer:
     :param configuration: lease mode: builds the ``workspace/configuration`` answerer of a new lease from
         the creating caller's ``owner`` (:class:`Caller`) and the language, so the owner's settings apply
         (K14.8, K14.9). Without it the broker answers nulls (serve normally answers these itself).
+    :param suppressed_providers: lease mode: the ready frame's ``suppressedProviders`` from a server's
+        capabilities (:func:`~kandev_lsp.broker.lease_mode.plugin_suppressed_providers` over the loaded
+        plugins, as ``kandev-lsp broker`` does). Without it they are ``[]``.
     """
 
     def __init__(
@@ -109,6 +112,7 @@ class BrokerServer:
         authorizer: Authorizer,
         config: BrokerConfig | None = None,
         configuration: Callable[[str, str], ConfigurationAnswerer] | None = None,
+        suppressed_providers: SuppressedProviders | None = None,
     ) -> None:
         self.config = config or BrokerConfig()
         self._directory = directory
@@ -140,6 +144,7 @@ class BrokerServer:
                     close_timeout=self.config.close_timeout,
                 ),
                 configuration=configuration,
+                suppressed_providers=suppressed_providers,
             )
         self.metrics = BrokerMetrics(book.counts if self.leases is not None else self._counts)
 

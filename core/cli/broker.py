@@ -17,6 +17,7 @@ from kandev_lsp.cli.serve import add_log_level_argument, configure_logging
 if TYPE_CHECKING:
     from kandev_lsp.broker.auth import Authorizer
     from kandev_lsp.broker.directory import ExecutionDirectory
+    from kandev_lsp.broker.lease_mode import SuppressedProviders
     from kandev_lsp.broker.route import BrokerConfig
     from kandev_lsp.stream.auth import StreamToken
 
@@ -73,15 +74,27 @@ def run_broker(args: argparse.Namespace) -> int:
     config = BrokerConfig(
         host=args.host, port=args.port, continuity=continuity_enabled(), capacity=max_connections()
     )
+    suppressed = None
+    if config.continuity:  # the ready frame's suppressedProviders, from the plugins' hook (K2.3)
+        from kandev_lsp.broker.lease_mode import plugin_suppressed_providers
+        from kandev_lsp.cli.common import load_plugins
+
+        suppressed = plugin_suppressed_providers(load_plugins())
     try:
-        return asyncio.run(broker_until_signalled(directory, BearerAuthorizer(token), token, config))
+        return asyncio.run(
+            broker_until_signalled(directory, BearerAuthorizer(token), token, config, suppressed)
+        )
     except OSError as exc:
         print(f"kandev-lsp: cannot listen on {args.host}:{args.port}: {exc.strerror or exc}", file=sys.stderr)
         return 1
 
 
 async def broker_until_signalled(
-    directory: ExecutionDirectory, authorizer: Authorizer, token: StreamToken, config: BrokerConfig
+    directory: ExecutionDirectory,
+    authorizer: Authorizer,
+    token: StreamToken,
+    config: BrokerConfig,
+    suppressed_providers: SuppressedProviders | None = None,
 ) -> int:
     """Serve until SIGINT, SIGTERM or SIGHUP, then close every lease (``backend_stop``, K12.21) and
     every client; print the listening line on stdout.
@@ -100,7 +113,12 @@ async def broker_until_signalled(
     for signum in signums:
         loop.add_signal_handler(signum, stop.set)
     try:
-        async with BrokerServer(directory=directory, authorizer=authorizer, config=config) as server:
+        async with BrokerServer(
+            directory=directory,
+            authorizer=authorizer,
+            config=config,
+            suppressed_providers=suppressed_providers,
+        ) as server:
             line: dict[str, Any] = {
                 "event": "listening",
                 "url": server.url,
