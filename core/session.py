@@ -24,7 +24,10 @@ diagnostics; :meth:`ServerSession.stop` ends it gracefully (``shutdown``, ``exit
 
 Only the first messages of a session are parsed (until the client's ``initialized`` and the server's
 ``initialize`` result); after that the hot path is a byte search for ``workspace/configuration``, so
-large messages cost no JSON work.
+large messages cost no JSON work. Server requests forwarded to a client are tracked (small bodies with
+both a ``"method"`` and an ``"id"`` key, found by the same kind of byte search, are parsed) until the
+client answers them; the ones a client leaves unanswered when it detaches get the headless endpoint's
+default answers, so the server never waits for a client that is gone.
 """
 
 from __future__ import annotations
@@ -77,6 +80,17 @@ _INSPECT_LIMIT = 256 * 1024
 #: Ids of the ``workspace/configuration`` requests the session forwards to the client (never a client's).
 _FORWARDED_PREFIX = "kandev-lsp-cfg-"
 _FORWARDED_MARK = _FORWARDED_PREFIX.encode()
+#: What a server->client request has that most other traffic lacks: both keys, as bytes (a string's own
+#: quotes are escaped, so text inside a string never matches). Only such bodies are parsed to be tracked.
+_METHOD_KEY = b'"method"'
+_ID_KEY = b'"id"'
+#: What a client's answer to a server request has (a request or notification rarely carries either).
+_RESULT_KEY = b'"result"'
+_ERROR_KEY = b'"error"'
+#: Server->client requests tracked at once while forwarded to clients; past it the oldest is answered by
+#: the router's default at once (a client this far behind is not answering it) and its id remembered, so a
+#: late client answer to it is dropped instead of reaching the server a second time.
+_TRACK_MAX = 256
 #: Pipe capacity asked for on Linux: a 1 MiB message then crosses in one write instead of sixteen.
 _PIPE_SIZE = 1024 * 1024
 
@@ -151,6 +165,15 @@ class _ForwardedConfiguration:
     server_id: int | str
     ours: list[Any]
     timer: asyncio.TimerHandle
+
+
+@dataclass(slots=True)
+class _ServerRequest:
+    """A server->client request queued for clients and not answered yet: its body (kept for the
+    headless endpoint's default answer) and the attachments it reached that are still attached."""
+
+    body: bytes
+    waiting: list[Attachment]
 
 
 class SessionError(KandevLspError):
@@ -387,6 +410,10 @@ class ServerSession:
         self._client_configuration = False  # the client advertised workspace.configuration
         self._forwarded: dict[str, _ForwardedConfiguration] = {}
         self._forwarded_count = 0
+        #: Server requests forwarded to clients and not answered yet, oldest first (:meth:`_track`).
+        self._server_requests: dict[RequestId, _ServerRequest] = {}
+        #: Ids answered by default while a client may still answer them (evicted past ``_TRACK_MAX``).
+        self._answered_for_clients: dict[RequestId, None] = {}
         self.server_capabilities: Mapping[str, Any] | None = None
         self.configuration_requests = 0
         #: The server's exit status if it exited by itself, set by :meth:`aclose`.
@@ -535,6 +562,13 @@ class ServerSession:
             and self._take_client_configuration(body)
         ):
             return  # the client's answer to a forwarded request: the server got the merged answer
+        if (
+            (self._server_requests or self._answered_for_clients)
+            and len(body) <= _INSPECT_LIMIT
+            and (_RESULT_KEY in body or _ERROR_KEY in body)
+            and self._take_client_answer(body)
+        ):
+            return  # a late answer to a request the session already answered
         self._write(body)
         try:
             if not self._stdin.transport.get_write_buffer_size():
@@ -650,6 +684,7 @@ class ServerSession:
         attachment._finish(_END)
         if attachment in self._attachments:
             self._attachments.remove(attachment)
+            self._client_left(attachment)
             if not self._attachments:
                 self._settle_forwarded()
 
@@ -683,6 +718,7 @@ class ServerSession:
             for attachment in self._attachments:
                 attachment._finish(end)
             self._attachments.clear()
+            self._server_requests.clear()  # nothing can be answered any more
             if self._shutdown_answer is not None and not self._shutdown_answer.done():
                 self._shutdown_answer.set_result(None)
             if self._headless is not None:
@@ -694,21 +730,34 @@ class ServerSession:
         endpoint. Never waits."""
         if self._initialize_id is not None:
             self._note_initialize_result(body)
-        if len(body) <= _INSPECT_LIMIT and _CONFIGURATION in body:
+        small = len(body) <= _INSPECT_LIMIT
+        if small and _CONFIGURATION in body:
             handled = self._answer_configuration(body)
             if handled is None:
                 return  # answered here
+            if handled is not body:
+                small = False  # forwarded under an id of ours: settled by its own table, not tracked
             body = handled  # forwarded to the client (under an id of ours), or not ours
         attachments = self._attachments
         if len(attachments) == 1:  # the plain serve/run path: no copy of the list
-            if attachments[0]._put(body):
+            attachment = attachments[0]
+            if attachment._put(body):
+                if small and _METHOD_KEY in body and _ID_KEY in body:
+                    self._track(body, attachments)
                 return
             attachments.clear()  # it fell behind and was dropped; this message goes headless
+            self._client_left(attachment)
         elif attachments:
+            reached = []
             for attachment in tuple(attachments):
-                if not attachment._put(body):
+                if attachment._put(body):
+                    reached.append(attachment)
+                else:
                     attachments.remove(attachment)
+                    self._client_left(attachment)
             if attachments:
+                if small and _METHOD_KEY in body and _ID_KEY in body:
+                    self._track(body, reached)
                 return
         if not attachments:
             self._settle_forwarded()
@@ -750,6 +799,83 @@ class ServerSession:
                     and not self._shutdown_answer.done()
                 ):
                     self._shutdown_answer.set_result(None)
+
+    # Server requests the clients leave unanswered -----------------------------------------------------
+    # A request forwarded to a client that detaches (or is dropped as too slow) before answering it would
+    # never be answered: gopls stalls on an unanswered ``window/workDoneProgress/create`` (FACTS), and
+    # a reload right after ``client/registerCapability`` is common. So while clients are attached, the
+    # ids of the server's requests they were given are tracked (small bodies that look like requests by
+    # a byte check, parsed only then), dropped when a client's answer passes through :meth:`send`, and
+    # when the last attachment a request reached leaves, the headless endpoint answers it as if nobody
+    # had been attached: ``create`` -> null (token tracked), ``registerCapability`` applied and answered,
+    # unknown -> -32601 ... (K15.9, K6.2). ``workspace/configuration`` has its own table
+    # (:meth:`_settle_forwarded`).
+    @property
+    def unanswered_server_requests(self) -> int:
+        """Server requests forwarded to clients that no client has answered yet."""
+        return len(self._server_requests)
+
+    def _track(self, body: bytes, reached: list[Attachment]) -> None:
+        """Remember ``body`` if it is a server request (``reached`` are the attachments it was queued for)."""
+        try:
+            message = parse_message(body)
+            if classify(message) is not MessageKind.REQUEST:
+                return
+        except MalformedMessage:
+            return  # the client gets it as it is; nothing a default could answer
+        requests = self._server_requests
+        request_id: RequestId = message["id"]
+        requests.pop(request_id, None)  # an id the server reuses is its newest request
+        requests[request_id] = _ServerRequest(body, list(reached))
+        if len(requests) > _TRACK_MAX:
+            oldest = next(iter(requests))
+            answered = self._answered_for_clients
+            answered[oldest] = None
+            if len(answered) > _TRACK_MAX:
+                del answered[next(iter(answered))]
+            log_event(
+                log, "server_request_unanswered", logging.WARNING, session=self.name, tracked=_TRACK_MAX
+            )
+            self._answer_by_default([requests.pop(oldest)])
+
+    def _take_client_answer(self, body: bytes) -> bool:
+        """Note a client's answer to a server request: True when the session already answered that request
+        itself (the late answer is then dropped), False when it goes to the server."""
+        try:
+            message = parse_message(body)
+            if classify(message) is not MessageKind.RESPONSE:
+                return False
+        except MalformedMessage:
+            return False
+        request_id = message["id"]
+        if request_id is None:
+            return False
+        if self._server_requests.pop(request_id, None) is not None:
+            return False  # answered in time: it goes to the server, and nothing else will answer it
+        if request_id in self._answered_for_clients:
+            del self._answered_for_clients[request_id]
+            return True
+        return False
+
+    def _client_left(self, attachment: Attachment) -> None:
+        """``attachment`` left: answer by default every server request no remaining attachment received."""
+        if not self._server_requests:
+            return
+        settled: list[_ServerRequest] = []
+        for request_id, request in tuple(self._server_requests.items()):
+            if attachment in request.waiting:
+                request.waiting.remove(attachment)
+                if not request.waiting:
+                    settled.append(self._server_requests.pop(request_id))
+        if settled:
+            log_event(
+                log, "server_requests_answered", session=self.name, client=attachment.name, count=len(settled)
+            )
+            self._answer_by_default(settled)
+
+    def _answer_by_default(self, requests: list[_ServerRequest]) -> None:
+        for request in requests:
+            self._answer_headless(request.body)
 
     def _settle_forwarded(self) -> None:
         """Nobody is attached to answer forwarded configuration requests: the server gets ours now."""
@@ -902,6 +1028,7 @@ class ServerSession:
         for forwarded in self._forwarded.values():
             forwarded.timer.cancel()
         self._forwarded.clear()
+        self._server_requests.clear()
         if self._watcher is not None:
             self._watcher.cancel()
             with contextlib.suppress(asyncio.CancelledError):

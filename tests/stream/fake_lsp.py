@@ -13,7 +13,10 @@ Run as ``fake_lsp.py MODE``. Modes:
            ``test/garbage`` -> write bytes that are not LSP framing,
            ``test/badUtf8`` -> write a frame whose body is not UTF-8,
            ``test/flood`` -> write ``params.count`` notifications of ``params.size`` bytes, flat out,
-           ``test/exit0`` -> exit(0) at once, unasked; the ``exit`` notification -> exit(0) (as LSP says).
+           ``test/exit0`` -> exit(0) at once, unasked; the ``exit`` notification -> exit(0) (as LSP says),
+           ``test/ask`` (params = a list of ``{"id": "ask-N", "method", "params"}``) -> send those requests
+           to the client; the answers it gets to ``ask-`` ids are recorded (not echoed), and
+           ``test/answers`` -> a ``test/answers`` notification listing them in arrival order.
 ``mute``   never read stdin; sleep.
 ``stubborn`` ``echo`` that answers ``shutdown`` (null) but ignores ``exit``, the end of its input and
            SIGINT: only the supervisor's SIGKILL ends it (a hung server, for the stream's stop frame).
@@ -58,8 +61,12 @@ def read_frame(stream) -> bytes | None:  # type: ignore[no-untyped-def]
 def echo(stubborn: bool = False) -> None:
     stdin = sys.stdin.buffer
     asked = 0
+    answers: list[dict] = []
     while (body := read_frame(stdin)) is not None:
         method = None
+        if b'"ask-' in body and "method" not in (message := json.loads(body)):
+            answers.append(message)  # an answer to one of its test/ask requests
+            continue
         if b'"test/' in body:
             message = json.loads(body)
             method = message.get("method")
@@ -84,6 +91,11 @@ def echo(stubborn: bool = False) -> None:
                     "params": params,
                 }
             )
+        elif method == "test/ask":
+            for asked_request in params:
+                send({"jsonrpc": "2.0", **asked_request})
+        elif method == "test/answers":
+            send({"jsonrpc": "2.0", "method": "test/answers", "params": answers})
         elif method == "test/spawnChild":
             child = subprocess.Popen(
                 [sys.executable, "-c", "import time; time.sleep(120)"],
