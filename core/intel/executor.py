@@ -32,7 +32,7 @@ import time
 from collections.abc import Awaitable, Callable, Sized
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any, Final, Generic, TypeVar
+from typing import Any, Final, Generic, TypeVar, cast
 
 from kandev_lsp.cancel import CancelToken
 from kandev_lsp.session import log_event
@@ -203,6 +203,35 @@ async def _stop(task: asyncio.Future[Any]) -> None:
         task.exception()  # retrieved, so asyncio does not log it as never retrieved
 
 
+async def _attempt_inline(
+    call: Callable[[float], Awaitable[T]], timeout: float
+) -> tuple[str, T | None, BaseException | None]:
+    """One attempt awaited in the caller's own task when there is no cancel token to watch.
+
+    The same outcomes as a separate task watched by :func:`_wait_or_cancel` (``"done"`` with the value or
+    the error, or ``"timeout"``, the attempt then cancelled, which sends ``$/cancelRequest``), without the
+    task, the waiter and their event-loop turns: most tool calls make one attempt (issue 9 overhead goal).
+    A cancellation of the caller's task propagates; a ``CancelledError`` from inside the attempt (its
+    client closed) is the attempt's error, as a cancelled separate task would be.
+    """
+    task = asyncio.current_task()
+    scope = asyncio.timeout(timeout)
+    try:
+        async with scope:
+            value = await call(timeout)
+    except TimeoutError as error:
+        if scope.expired():
+            return "timeout", None, None
+        return "done", None, error
+    except asyncio.CancelledError as error:
+        if task is not None and task.cancelling():
+            raise
+        return "done", None, error
+    except Exception as error:  # what the attempt raised is classified by the caller
+        return "done", None, error
+    return "done", value, None
+
+
 async def _pause(delay: float, cancel: CancelToken | None) -> bool:
     """Sleep ``delay`` seconds; False when cancelled meanwhile (backoff is abortable, B8.3)."""
     sleeper = asyncio.ensure_future(asyncio.sleep(delay))
@@ -257,29 +286,35 @@ async def run_provider(
             result = out_of_time()
             break
         attempts += 1
-        attempt = asyncio.ensure_future(call(remaining))
-        try:
-            waited = await _wait_or_cancel(attempt, remaining, cancel)
-        finally:
-            if not attempt.done():
-                await _stop(attempt)  # the request's own cancellation sends $/cancelRequest
+        if cancel is None:
+            waited, value, error = await _attempt_inline(call, remaining)
+        else:
+            attempt = asyncio.ensure_future(call(remaining))
+            try:
+                waited = await _wait_or_cancel(attempt, remaining, cancel)
+            finally:
+                if not attempt.done():
+                    await _stop(attempt)  # the request's own cancellation sends $/cancelRequest
+            error = None
+            if waited == "done":
+                error = attempt.exception() if not attempt.cancelled() else asyncio.CancelledError()
+            value = attempt.result() if waited == "done" and error is None else None
         if waited == "cancelled":
             result = finish(Outcome.CANCELLED, error="cancelled by the caller")
             break
         if waited == "timeout":
             result = out_of_time()
             break
-        error = attempt.exception() if not attempt.cancelled() else asyncio.CancelledError()
         if error is None:
-            value = attempt.result()
-            if warmup and is_empty(value) and warmups < len(policy.warmup_delays):
+            answer = cast(T, value)  # what the server answered (null included)
+            if warmup and is_empty(answer) and warmups < len(policy.warmup_delays):
                 delay = policy.warmup_delays[warmups]
                 if deadline.remaining() > delay:
                     warmups += 1
                     if not await _pause(delay, cancel):
                         result = finish(Outcome.CANCELLED, error="cancelled by the caller")
                     continue
-            result = finish(Outcome.OK, value, warmed_up=warmups > 0 and not is_empty(value))
+            result = finish(Outcome.OK, answer, warmed_up=warmups > 0 and not is_empty(answer))
         elif isinstance(error, asyncio.CancelledError):
             # The attempt was cancelled by someone else (its client closed): nothing answered.
             result = finish(Outcome.UNAVAILABLE, error="the request was cancelled before the server answered")

@@ -235,17 +235,33 @@ def _size(entry: dict[str, Any]) -> int:
 
     Computed without encoding the whole dict: keys and strings through the C string encoder, numbers
     and booleans by their text, which is as long as JSON's (``True``/``true``, ``None``/``null``).
+    Runs once per location of a large answer, so keys' sizes are remembered and exact types are tested
+    first (``bool`` is an ``int`` subclass, and ``str(True)`` is as long as ``true``: same size either way).
     """
     size = 2 + 2 + 2 * max(len(entry) - 1, 0)  # braces, the ", " before the next entry, ", " between items
     for key, value in entry.items():
-        size += len(_encode_string(key)) + 2  # "key": value
-        if isinstance(value, str):
+        key_size = _KEY_SIZES.get(key)
+        if key_size is None:
+            key_size = len(_encode_string(key)) + 2  # "key": value
+            if len(_KEY_SIZES) < 256:
+                _KEY_SIZES[key] = key_size
+        size += key_size
+        kind = type(value)
+        if kind is str:
+            size += len(_encode_string(value))
+        elif kind is int or kind is bool:
+            size += len(str(value))
+        elif isinstance(value, str):
             size += len(_encode_string(value))
         elif isinstance(value, bool | int | float) or value is None:
             size += len(str(value))
         else:
             size += len(json.dumps(value, ensure_ascii=False))
     return size
+
+
+#: ``len('"key": ')`` by key: entries share a handful of keys.
+_KEY_SIZES: dict[str, int] = {}
 
 
 def _location(

@@ -78,6 +78,10 @@ class Document:
 
 
 def _position_values(position: Any) -> tuple[int, int]:
+    if type(position) is dict:  # the common, well-formed case first (once per location of an answer)
+        line, character = position.get("line"), position.get("character")
+        if type(line) is int and type(character) is int and line >= 0 and character >= 0:
+            return line, character
     if not isinstance(position, dict):
         return 0, 0
     line, character = position.get("line"), position.get("character")

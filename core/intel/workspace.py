@@ -20,7 +20,7 @@ import posixpath
 import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from typing import Final
+from typing import Final, TypeVar
 from urllib.parse import unquote, urlsplit
 
 from kandev_lsp.intel.errors import (
@@ -36,6 +36,7 @@ __all__ = ["Root", "Workspace", "WorkspaceFile"]
 
 #: ``scheme:`` at the start of a path-like string; two letters at least, so ``C:\x`` is not a scheme.
 _SCHEME: Final = re.compile(r"^([A-Za-z][A-Za-z0-9+.\-]+):")
+_T = TypeVar("_T")
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,6 +106,16 @@ def _inside(path: str, folder: str) -> bool:
     return path.startswith(prefix)
 
 
+#: Entries of each of a workspace's string memos; past it the memo starts again (bounded memory).
+_MEMO_ENTRIES: Final = 20_000
+
+
+def _remember(memo: dict[str, _T], key: str, value: _T) -> None:
+    if len(memo) >= _MEMO_ENTRIES:
+        memo.clear()
+    memo[key] = value
+
+
 class Workspace:
     """The open roots of one agent session, and the only way paths get in and out of the tools.
 
@@ -136,6 +147,10 @@ class Workspace:
         self._host = host
         # Innermost root first, so a file in a nested root belongs to the nested one.
         self._by_depth = sorted(self.roots, key=lambda root: len(root.path), reverse=True)
+        # Pure string work remembered across calls (never a file system answer: every lookup still makes
+        # its realpath check, B8.11): a real path's place in the roots, and a URI's path.
+        self._placed: dict[str, WorkspaceFile] = {}
+        self._uri_paths: dict[str, str] = {}
 
     @property
     def multi_root(self) -> bool:
@@ -250,6 +265,9 @@ class Workspace:
         if "\x00" in path:
             raise PathOutsideWorkspace("path contains a NUL character")
         real = _real_path(path, folders) if folders is not None else os.path.realpath(path)
+        placed = self._placed.get(real)
+        if placed is not None:
+            return placed
         for root in self._by_depth:
             if _inside(real, root.path):
                 relative = real[len(root.path) :].lstrip(os.sep).replace(os.sep, "/")
@@ -257,7 +275,9 @@ class Workspace:
                     display = f"{root.id}/{relative}" if relative else root.id
                 else:
                     display = relative or "."
-                return WorkspaceFile(root, relative, real, display, workspace_uri(real, self._host))
+                placed = WorkspaceFile(root, relative, real, display, workspace_uri(real, self._host))
+                _remember(self._placed, real, placed)
+                return placed
         shown = original if original is not None else path
         lexical = os.path.normpath(path)
         if any(_inside(lexical, root.path) for root in self.roots):
@@ -275,6 +295,14 @@ class Workspace:
         :raises PathOutsideWorkspace: not a ``file:`` URI, a remote authority, a query or fragment, or a
             path outside every root.
         """
+        path = self._uri_paths.get(uri)
+        if path is None:
+            path = self._uri_path(uri)
+            _remember(self._uri_paths, uri, path)
+        return self.from_absolute(path, original=uri, folders=folders)
+
+    def _uri_path(self, uri: str) -> str:
+        """The absolute path a ``file:`` URI names (string work only; refusals raise)."""
         try:
             parts = urlsplit(uri)
         except ValueError as error:
@@ -292,7 +320,7 @@ class Workspace:
             path = path[1:]
         if not os.path.isabs(path):
             raise PathOutsideWorkspace("file URI without an absolute path")
-        return self.from_absolute(path, original=uri, folders=folders)
+        return path
 
     def try_uri(self, uri: str, *, folders: dict[str, str] | None = None) -> WorkspaceFile | IntelError:
         """:meth:`from_uri`, with the refusal returned instead of raised (for filtering lists)."""

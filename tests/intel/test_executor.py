@@ -276,3 +276,38 @@ def test_the_log_line_has_state_and_counts_but_no_paths_or_text(caplog: pytest.L
     assert line.startswith("event=intel_provider method=textDocument/references status=error")
     assert "attempts=2" in line and "warmups=1" in line and "error_code=-32603" in line
     assert "/home/me" not in line and "password" not in line
+
+
+def test_without_a_cancel_token_the_attempt_runs_in_the_callers_task() -> None:
+    """The common path (no token: the MCP server and the code command pass none) awaits the attempt
+    inline: no task, no waiter, two event-loop turns fewer per request (issue 9's overhead goal)."""
+    seen: list[bool] = []
+
+    async def main() -> Outcome:
+        outer = asyncio.current_task()
+
+        async def call(timeout: float) -> Any:
+            seen.append(asyncio.current_task() is outer)
+            return ["x"]
+
+        return (await run_provider(call, Deadline(5))).status
+
+    assert run(main()) is Outcome.OK and seen == [True]
+
+
+@pytest.mark.parametrize("with_token", [False, True])
+def test_both_paths_give_the_same_outcomes(with_token: bool) -> None:
+    """The inline path (no token) and the watched-task path (a token) classify alike."""
+
+    def provider(step: Any) -> Any:
+        call, _ = scripted(step)
+        return run(
+            run_provider(call, Deadline(0.2), cancel=CancelToken() if with_token else None, policy=FAST)
+        )
+
+    assert provider(["x"]).status is Outcome.OK
+    assert provider(asyncio.CancelledError()).status is Outcome.UNAVAILABLE
+    assert provider(TimeoutError("no answer")).status is Outcome.TIMEOUT
+    assert provider(RpcError(-32603, "boom")).error == "boom"
+    hanging = provider(("sleep", 5))
+    assert hanging.status is Outcome.TIMEOUT and "deadline" in (hanging.error or "")

@@ -78,3 +78,16 @@ def test_stamped_texts_reuse_a_file_until_it_changes_on_disk(tmp_path: Path) -> 
     assert texts.document(file) is not second
     source.unlink()
     assert texts.document(file) is None
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.sampled_from(_PIECES), max_size=40).map("".join))
+def test_line_index_lines_are_the_lsp_line_breaks_split(text: str) -> None:
+    """LineIndex's ``str.find`` path (texts without ``\\r``) and its regex path (with ``\\r``) both give
+    exactly the lines of a split at ``\\r\\n``, ``\\r`` and ``\\n``, and the lines Document gives."""
+    import re
+
+    index = LineIndex(text)
+    expected = re.split(r"\r\n|\r|\n", text)
+    assert [index.line_text(n) for n in range(index.line_count)] == expected
+    assert LineIndex(text.replace("\r", "")).line_count == text.replace("\r", "").count("\n") + 1

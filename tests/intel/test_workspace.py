@@ -272,3 +272,31 @@ def test_one_operations_lookup_remembers_folders_but_still_checks_each_file(tmp_
     assert isinstance(lookup((root / "linked" / "secret.py").as_uri()), PathOutsideWorkspace)
     dotted = lookup((root / "src").as_uri() + "/../src/plain.py")
     assert not isinstance(dotted, IntelError) and dotted.display == "src/plain.py"
+
+
+def test_a_file_that_becomes_an_escaping_symlink_is_refused_by_the_next_lookup(tmp_path: Path) -> None:
+    """The workspace remembers string work across calls (a URI's path, a real path's place), never the
+    file system's answer: a server URI accepted once is refused once its file is a symlink out (B8.11)."""
+    root = tmp_path / "root"
+    root.mkdir()
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "secret.py").write_text("x = 1\n")
+    target = root / "mod.py"
+    target.write_text("y = 2\n")
+    workspace = Workspace([root])
+    uri = target.as_uri()
+    for _ in range(2):  # the second lookup is answered from the memos
+        found = workspace.uri_lookup()(uri)
+        assert not isinstance(found, IntelError) and found.display == "mod.py"
+        assert workspace.from_uri(uri).display == "mod.py"
+    target.unlink()
+    target.symlink_to(outside / "secret.py")
+    assert isinstance(workspace.uri_lookup()(uri), PathOutsideWorkspace)
+    with pytest.raises(PathOutsideWorkspace):
+        workspace.from_uri(uri)
+    with pytest.raises(PathOutsideWorkspace):
+        workspace.resolve("mod.py")
+    target.unlink()
+    target.write_text("y = 3\n")
+    assert workspace.from_uri(uri).display == "mod.py"
