@@ -826,6 +826,7 @@ class ServerSession:
         requests = self._server_requests
         request_id: RequestId = message["id"]
         requests.pop(request_id, None)  # an id the server reuses is its newest request
+        self._answered_for_clients.pop(request_id, None)
         requests[request_id] = _ServerRequest(body, list(reached))
         if len(requests) > _TRACK_MAX:
             oldest = next(iter(requests))
@@ -859,6 +860,8 @@ class ServerSession:
 
     def _client_left(self, attachment: Attachment) -> None:
         """``attachment`` left: answer by default every server request no remaining attachment received."""
+        if not self._attachments:
+            self._answered_for_clients.clear()  # no client is left to answer late
         if not self._server_requests:
             return
         settled: list[_ServerRequest] = []
