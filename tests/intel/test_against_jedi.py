@@ -51,7 +51,11 @@ async def _compare(folder: Path, real_servers: RealServers, tag: str) -> list[tu
         for path, line, name in TARGETS:
             target = {"path": path, "line": line, "matchText": name}
             text = (folder / path).read_text().splitlines()[line - 1]
-            script = jedi.Script(path=str(folder / path), project=project)
+            # In-process inference: jedi's default environment keeps a helper subprocess alive for the
+            # rest of the run, which the stream tests' "no child left" checks would then find.
+            script = jedi.Script(
+                path=str(folder / path), project=project, environment=jedi.InterpreterEnvironment()
+            )
             column = text.index(name)
             for kind in ("references", "definition"):
                 ours = _ours(
