@@ -16,6 +16,8 @@ from kandev_lsp.broker.auth import BearerAuthorizer
 from kandev_lsp.broker.directory import DirectoryError, Execution
 from kandev_lsp.broker.route import BrokerConfig, BrokerServer
 from kandev_lsp.host import PluginHost
+from kandev_lsp.session import BridgeLimits
+from kandev_lsp.settings import SettingsFile
 from kandev_lsp.stream.auth import StreamToken
 from kandev_lsp.stream.server import StreamConfig, StreamServer
 from kandev_lsp.taskenv import Task, TaskEnvironment
@@ -46,16 +48,29 @@ class SpyDirectory:
 
 
 @contextlib.asynccontextmanager
-async def real_serve(tmp_path: Path, tag: str) -> AsyncIterator[StreamServer]:
+async def real_serve(
+    tmp_path: Path,
+    tag: str,
+    *,
+    plugins: PluginHost | None = None,
+    settings: SettingsFile | None = None,
+    limits: BridgeLimits | None = None,
+    env: dict[str, str] | None = None,
+) -> AsyncIterator[StreamServer]:
+    """serve with the built-in plugins (or ``plugins``), optionally a user settings file, bridge limits
+    and extra task environment variables."""
     workspace = tmp_path / "workspace"
     workspace.mkdir(exist_ok=True)
     (workspace / "go.mod").write_text("module example.com/w\n\ngo 1.19\n")
-    env = TaskEnvironment.from_agent({"HOME": str(tmp_path), "PATH": "/usr/bin:/bin", TAG: tag})
+    task_env = TaskEnvironment.from_agent(
+        {"HOME": str(tmp_path), "PATH": "/usr/bin:/bin", TAG: tag, **(env or {})}
+    )
     server = StreamServer(
-        plugins=PluginHost.load(environ={}),
-        task=Task(str(workspace), env),
+        plugins=plugins or PluginHost.load(environ={}),
+        task=Task(str(workspace), task_env),
         token=StreamToken(SERVE_TOKEN),
-        config=StreamConfig(close_timeout=2.0),
+        config=StreamConfig(close_timeout=2.0, limits=limits or BridgeLimits()),
+        settings=settings,
     )
     async with server:
         yield server
