@@ -145,6 +145,9 @@ class ManagedServer:
     documents: dict[str, _Synced] = field(default_factory=dict)
     #: Files seen in answers but not open, by URI: re-announced when they change on disk.
     seen: dict[str, tuple[WorkspaceFile, tuple[int, int]]] = field(default_factory=dict)
+    #: Disk stamps the last :meth:`refresh` took of seen files, by absolute path: the tool call's text
+    #: reads (snippets, bodies) use them instead of a second ``stat`` of each file.
+    checked: dict[str, tuple[int, int]] = field(default_factory=dict)
     _lock: asyncio.Lock = field(default_factory=asyncio.Lock)
 
     @property
@@ -248,8 +251,11 @@ class ManagedServer:
                 await self._sync(document.file)
                 changed += self.documents[uri].digest != before
             moved: list[dict[str, Any]] = []
+            checked: dict[str, tuple[int, int]] = {}
             for uri, (file, stamp) in list(self.seen.items()):
                 now = _stamp(file.absolute)
+                if now is not None:
+                    checked[file.absolute] = now
                 if now is None or now == stamp:
                     continue
                 if self.client.endpoint.registrations.for_method(_WATCHED):
@@ -260,6 +266,7 @@ class ManagedServer:
                 changed += 1
             if moved:
                 await self.client.notify(_WATCHED, {"changes": moved})
+            self.checked = checked
             return changed
 
     def saw(self, files: Iterable[WorkspaceFile]) -> None:

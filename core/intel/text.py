@@ -113,16 +113,21 @@ class TextCache:
         *,
         max_bytes: int = MAX_TEXT_BYTES,
         disk: StampedTexts | None = None,
+        stamps: dict[str, tuple[int, int]] | None = None,
     ) -> None:
         self._cache: dict[str, Document | None] = dict(overlay or {})
         self._max_bytes = max_bytes
         self._disk = disk
+        #: Disk stamps this tool call already took (the server's re-sync check), by absolute path.
+        self._stamps = stamps or {}
 
     def document(self, file: WorkspaceFile) -> Document | None:
         """The file's text (decoded as UTF-8, undecodable bytes replaced), or None."""
         if file.absolute not in self._cache:
             self._cache[file.absolute] = (
-                self._disk.document(file) if self._disk is not None else _read(file, self._max_bytes)
+                self._disk.document(file, self._stamps.get(file.absolute))
+                if self._disk is not None
+                else _read(file, self._max_bytes)
             )
         return self._cache[file.absolute]
 
@@ -150,13 +155,16 @@ class StampedTexts:
         self._max_files = max_files
         self._max_bytes = max_bytes
 
-    def document(self, file: WorkspaceFile) -> Document | None:
-        try:
-            info = os.stat(file.absolute)
-        except OSError:
-            self._entries.pop(file.absolute, None)
-            return None
-        stamp = (info.st_mtime_ns, info.st_size)
+    def document(self, file: WorkspaceFile, stamp: tuple[int, int] | None = None) -> Document | None:
+        """The file's text; ``stamp`` is the file's disk stamp when the caller has just taken it (the
+        tool call's re-sync check), which saves the ``stat``."""
+        if stamp is None:
+            try:
+                info = os.stat(file.absolute)
+            except OSError:
+                self._entries.pop(file.absolute, None)
+                return None
+            stamp = (info.st_mtime_ns, info.st_size)
         entry = self._entries.pop(file.absolute, None)
         if entry is not None and entry[0] == stamp and (entry[1] is None or entry[1].file == file):
             self._entries[file.absolute] = entry  # most recently used last

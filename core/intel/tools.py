@@ -157,7 +157,7 @@ class LspReadTools:
         return server, resolve_target(target, document, symbols, server.encoding, first_match=first_match)
 
     def _texts(self, server: ManagedServer) -> TextCache:
-        return TextCache(server.open_documents(), disk=self.disk)
+        return TextCache(server.open_documents(), disk=self.disk, stamps=server.checked)
 
     @staticmethod
     def _deadline(ctx: IntelContext) -> Deadline:

@@ -91,3 +91,30 @@ def test_line_index_lines_are_the_lsp_line_breaks_split(text: str) -> None:
     expected = re.split(r"\r\n|\r|\n", text)
     assert [index.line_text(n) for n in range(index.line_count)] == expected
     assert LineIndex(text.replace("\r", "")).line_count == text.replace("\r", "").count("\n") + 1
+
+
+def test_a_tool_calls_own_stamps_save_the_second_stat(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The stamps the server's re-sync check just took (ManagedServer.checked) reach the text reads of
+    the same call through TextCache, so a file is not ``stat``-ed twice per call; a stamp that differs
+    from the remembered one still reads the file afresh."""
+    from kandev_lsp.intel import text as text_module
+    from kandev_lsp.intel.text import StampedTexts, TextCache
+
+    source = tmp_path / "a.py"
+    source.write_text("one\n")
+    file = Workspace([tmp_path]).resolve("a.py")
+    disk = StampedTexts()
+    first = TextCache(disk=disk).document(file)
+    info = os.stat(source)
+    stamp = (info.st_mtime_ns, info.st_size)
+    calls: list[str] = []
+    real_stat = os.stat
+    monkeypatch.setattr(text_module.os, "stat", lambda path: calls.append(path) or real_stat(path))
+    assert TextCache(disk=disk, stamps={file.absolute: stamp}).document(file) is first
+    assert calls == []
+    source.write_text("two, longer\n")
+    changed = TextCache(disk=disk, stamps={file.absolute: (stamp[0] + 1, stamp[1] + 8)}).document(file)
+    assert changed is not None and changed.line(0) == "two, longer"
+    assert TextCache(disk=disk).document(file) is not first and calls  # without stamps: stat as before
