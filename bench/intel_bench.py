@@ -15,7 +15,9 @@ start to the first complete answer against the server's own readiness.
 
 What a tool adds over raw: target resolution (a ``documentSymbol`` request for a symbol target, so the
 symbol rows name a symbol; line targets need none), the disk re-sync check (a ``stat`` per open
-document), snippets from the file text and the result's shaping. Hover asks signature help in parallel.
+document and per file seen in earlier answers; the call's snippet reads reuse those stamps), the
+path-safety check of every server URI (one ``lstat`` per file per call, B8.11), snippets from the file
+text and the result's shaping. Hover asks signature help in parallel.
 """
 
 from __future__ import annotations
