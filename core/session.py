@@ -87,6 +87,11 @@ _ID_KEY = b'"id"'
 #: What a client's answer to a server request has (a request or notification rarely carries either).
 _RESULT_KEY = b'"result"'
 _ERROR_KEY = b'"error"'
+#: Bytes searched at each end of a larger body for those keys. Every member of a request or response but
+#: ``params``/``result`` is small (``jsonrpc``, an id of at most 256 bytes, the method's name), so each key
+#: lies before the one large value or after it, within this window of the body's start or end, whatever
+#: the serializer's member order: the check is exact and costs the same for 2 KiB and for 16 MiB.
+_KEY_WINDOW = 1024
 #: Server->client requests tracked at once while forwarded to clients; past it the oldest is answered by
 #: the router's default at once (a client this far behind is not answering it) and its id remembered, so a
 #: late client answer to it is dropped instead of reaching the server a second time.
@@ -174,6 +179,19 @@ class _ServerRequest:
 
     body: bytes
     waiting: list[Attachment]
+
+
+def _has_key(body: bytes, key: bytes) -> bool:
+    """Whether ``key`` is in ``body``'s first or last :data:`_KEY_WINDOW` bytes (the whole of a small one)."""
+    size = len(body)
+    if size <= 2 * _KEY_WINDOW:
+        return key in body
+    return body.find(key, 0, _KEY_WINDOW) >= 0 or body.find(key, size - _KEY_WINDOW) >= 0
+
+
+def _may_be_request(body: bytes) -> bool:
+    """A cheap byte check, before any JSON parse: might ``body`` be a request (a ``method`` and an ``id``)?"""
+    return _has_key(body, _METHOD_KEY) and _has_key(body, _ID_KEY)
 
 
 class SessionError(KandevLspError):
@@ -564,8 +582,7 @@ class ServerSession:
             return  # the client's answer to a forwarded request: the server got the merged answer
         if (
             (self._server_requests or self._answered_for_clients)
-            and len(body) <= _INSPECT_LIMIT
-            and (_RESULT_KEY in body or _ERROR_KEY in body)
+            and (body.find(_RESULT_KEY, 0, _KEY_WINDOW) >= 0 or body.find(_ERROR_KEY, 0, _KEY_WINDOW) >= 0)
             and self._take_client_answer(body)
         ):
             return  # a late answer to a request the session already answered
@@ -742,7 +759,7 @@ class ServerSession:
         if len(attachments) == 1:  # the plain serve/run path: no copy of the list
             attachment = attachments[0]
             if attachment._put(body):
-                if small and _METHOD_KEY in body and _ID_KEY in body:
+                if small and _may_be_request(body):
                     self._track(body, attachments)
                 return
             attachments.clear()  # it fell behind and was dropped; this message goes headless
@@ -756,7 +773,7 @@ class ServerSession:
                     attachments.remove(attachment)
                     self._client_left(attachment)
             if attachments:
-                if small and _METHOD_KEY in body and _ID_KEY in body:
+                if small and _may_be_request(body):
                     self._track(body, reached)
                 return
         if not attachments:

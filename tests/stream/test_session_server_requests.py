@@ -224,3 +224,36 @@ def test_tracking_is_bounded_the_oldest_is_answered_at_once_and_a_late_answer_dr
                 await session.aclose()
 
     asyncio.run(scenario())
+
+
+def test_a_large_request_with_its_id_after_the_params_is_tracked(kit: StreamKit) -> None:
+    """gopls's jsonrpc2 writes ``jsonrpc, method, params, id``: with large params the keys are checked at
+    both ends of the body (not all of it), and the request is still found."""
+
+    async def scenario() -> None:
+        async with Lifecycle(kit.plugins()) as lifecycle:
+            session = await lifecycle.launch("fake-echo", kit.task(), InstallPolicy())
+            try:
+                client = session.attach("editor")
+                async with aclosing(client.messages()) as messages:
+                    watchers = [{"globPattern": f"**/dir{n}/*.go"} for n in range(2000)]  # ~50 KiB
+                    registration = {  # no "id" key in the body's first KiB
+                        "method": "workspace/didChangeWatchedFiles",
+                        "registerOptions": {"watchers": watchers},
+                        "id": "watch-big",
+                    }
+                    request = {
+                        "method": "client/registerCapability",
+                        "params": {"registrations": [registration]},
+                        "id": "ask-1",
+                    }
+                    await _ask(session, request)
+                    assert (await _next(messages))["id"] == "ask-1"
+                    assert session.unanswered_server_requests == 1
+                    session.detach(client)
+                assert await _server_got(session) == [{"jsonrpc": "2.0", "id": "ask-1", "result": None}]
+                assert [r.id for r in session.headless_endpoint().registrations.snapshot()] == ["watch-big"]
+            finally:
+                await session.aclose()
+
+    asyncio.run(scenario())
