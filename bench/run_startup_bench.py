@@ -12,7 +12,11 @@ The direct command is the one ``kandev-lsp resolve LANG --json`` returns, so bot
 executable. Servers must be installed in the task's HOME already (``--home``; e.g.
 ``HOME=/tmp/bench-home kandev-lsp install python``); gopls from Debian on PATH works out of the box.
 
-Run: ``.venv/bin/python bench/run_startup_bench.py [--rounds N] [--home DIR] [LANG ...]``
+``--compare DIR`` adds a third side, alternating with the other two: ``run`` from another checkout's
+sources (e.g. ``git worktree add /tmp/before HEAD~1``), so a change is measured before and after in
+the same run.
+
+Run: ``.venv/bin/python bench/run_startup_bench.py [--rounds N] [--home DIR] [--compare DIR] [LANG ...]``
 """
 
 from __future__ import annotations
@@ -113,7 +117,33 @@ def kandev_lsp_command() -> list[str]:
     return [str(script)] if script.exists() else [shutil.which("kandev-lsp") or "kandev-lsp"]
 
 
-def bench_language(language: str, workspace: Path, env: dict[str, str], rounds: int) -> None:
+def compare_environment(checkout: Path, env: dict[str, str], scratch: Path) -> dict[str, str]:
+    """``env`` with ``checkout``'s ``core/`` and ``plugins/*`` ahead of the editable install's (the
+    entry points stay the installed ones; the module names are the same)."""
+    paths = scratch / "compare-path"
+    paths.mkdir()
+    (paths / "kandev_lsp").symlink_to(checkout.resolve() / "core")
+    for plugin in sorted((checkout / "plugins").iterdir()):
+        if (plugin / "__init__.py").exists():
+            (paths / f"kandev_lsp_{plugin.name}").symlink_to(plugin.resolve())
+    return {**env, "PYTHONPATH": str(paths)}
+
+
+def _row(label: str, times: list[float], direct: float) -> str:
+    m = statistics.median(times)
+    return (
+        f"   {label} {m * 1e3:7.1f} ms [{min(times) * 1e3:.0f}-{max(times) * 1e3:.0f}]"
+        f"   added {(m - direct) * 1e3:+6.1f} ms   ratio {m / direct:4.2f}x"
+    )
+
+
+def bench_language(
+    language: str,
+    workspace: Path,
+    env: dict[str, str],
+    rounds: int,
+    compare_env: dict[str, str] | None = None,
+) -> None:
     cli = kandev_lsp_command()
     resolved = subprocess.run(
         [*cli, "resolve", language, "--json", "--workspace", str(workspace)],
@@ -128,18 +158,18 @@ def bench_language(language: str, workspace: Path, env: dict[str, str], rounds: 
         return
     direct = list(data["argv"])
     run = [*cli, "run", language, "--workspace", str(workspace)]
-    for argv in (direct, run):  # warm-up: file caches, bytecode, the server's own caches
-        time_to_initialized(argv, workspace, env)
-    direct_times: list[float] = []
-    run_times: list[float] = []
+    sides = [(direct, env), (run, env)] + ([(run, compare_env)] if compare_env is not None else [])
+    for argv, side_env in sides:  # warm-up: file caches, bytecode, the server's own caches
+        time_to_initialized(argv, workspace, side_env)
+    times: list[list[float]] = [[] for _ in sides]
     for _ in range(rounds):
-        direct_times.append(time_to_initialized(direct, workspace, env))
-        run_times.append(time_to_initialized(run, workspace, env))
-    d, r = statistics.median(direct_times), statistics.median(run_times)
+        for (argv, side_env), side_times in zip(sides, times, strict=True):
+            side_times.append(time_to_initialized(argv, workspace, side_env))
+    d = statistics.median(times[0])
     print(
-        f"{language:<11} direct {d * 1e3:7.1f} ms [{min(direct_times) * 1e3:.0f}-{max(direct_times) * 1e3:.0f}]"
-        f"   run {r * 1e3:7.1f} ms [{min(run_times) * 1e3:.0f}-{max(run_times) * 1e3:.0f}]"
-        f"   added {(r - d) * 1e3:+6.1f} ms   ratio {r / d:4.2f}x"
+        f"{language:<11} direct {d * 1e3:7.1f} ms [{min(times[0]) * 1e3:.0f}-{max(times[0]) * 1e3:.0f}]"
+        + _row("run", times[1], d)
+        + (_row("compared run", times[2], d) if compare_env is not None else "")
     )
 
 
@@ -148,6 +178,7 @@ def main() -> None:
     parser.add_argument("languages", nargs="*", default=list(DEFAULT_LANGUAGES))
     parser.add_argument("--rounds", type=int, default=11)
     parser.add_argument("--home", help="the task's HOME (where `kandev-lsp install` put the servers)")
+    parser.add_argument("--compare", type=Path, help="another checkout whose `run` is measured too")
     args = parser.parse_args()
     env = dict(os.environ)
     # Measure what an installed kandev-lsp does: bytecode cached (a wheel install compiles it).
@@ -157,8 +188,9 @@ def main() -> None:
     print(f"Time to the initialize response, median of {args.rounds} alternating rounds [min-max]")
     with tempfile.TemporaryDirectory() as root:
         workspace = make_workspace(Path(root))
+        compare_env = compare_environment(args.compare, env, Path(root)) if args.compare else None
         for language in args.languages:
-            bench_language(language, workspace, env, args.rounds)
+            bench_language(language, workspace, env, args.rounds, compare_env)
 
 
 if __name__ == "__main__":

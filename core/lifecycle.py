@@ -19,7 +19,6 @@ What the lifecycle decides (issue 8 "One lifecycle"; K8.1, K9.2-K9.5):
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import StrEnum
@@ -31,7 +30,7 @@ from kandev_lsp.resolver import MissingReason, Resolution, Resolver
 if TYPE_CHECKING:
     from kandev_lsp.host import PluginHost
     from kandev_lsp.install import InstallManager, InstallProgress, InstallReceipt
-    from kandev_lsp.process import OwnedProcess, ProcessSupervisor
+    from kandev_lsp.process import OwnedProcess, ProcessSupervisor, StartedProcess
     from kandev_lsp.session import BridgeLimits, ServerSession
     from kandev_lsp.settings import SettingsFile, UserSettings
     from kandev_lsp.taskenv import Task
@@ -188,6 +187,8 @@ class Lifecycle:
 
     async def resolve(self, language: str, task: Task) -> Resolution:
         """Resolve off the event loop (a slow filesystem must not stall other connections)."""
+        import asyncio  # here: ``run`` resolves and starts its server before it imports asyncio
+
         return await asyncio.to_thread(self.resolve_now, language, task)
 
     # Install ----------------------------------------------------------------------------------------------
@@ -273,6 +274,37 @@ class Lifecycle:
             )
         except ProcessStartError as exc:
             raise LaunchError(LaunchFailure.START_FAILED, str(exc), resolution=resolution) from None
+
+    def start_now(
+        self, resolution: Resolution, task: Task, *, stderr: Callable[[str], None] | None = None
+    ) -> StartedProcess:
+        """:meth:`spawn` without an event loop (and without importing asyncio), by the same rules: ``run``
+        starts its server this way, so that the server starts up while kandev-lsp imports the rest
+        (issue 7 item 25). Pass the result to :meth:`adopt` inside the loop at once.
+
+        :raises LaunchError: ``START_FAILED`` when the process could not be started.
+        """
+        from kandev_lsp.process import ProcessStartError, start_now
+
+        try:
+            return start_now(
+                list(resolution.argv),
+                env=task.env,
+                cwd=task.workspace,
+                stdin=True,
+                stdout="pipe",
+                stderr="capture",
+                on_output=stderr,
+            )
+        except ProcessStartError as exc:
+            raise LaunchError(LaunchFailure.START_FAILED, str(exc), resolution=resolution) from None
+
+    async def adopt(self, started: StartedProcess) -> OwnedProcess:
+        """The :class:`OwnedProcess` for a server :meth:`start_now` started, owned by this lifecycle's
+        supervisor."""
+        from kandev_lsp.process import adopt
+
+        return await adopt(started, supervisor=self.supervisor)
 
     async def wrap(
         self,

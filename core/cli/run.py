@@ -36,7 +36,7 @@ if TYPE_CHECKING:
     from kandev_lsp.host import PluginHost
     from kandev_lsp.install import InstallProgress, InstallReceipt
     from kandev_lsp.lifecycle import Lifecycle
-    from kandev_lsp.process import OwnedProcess
+    from kandev_lsp.process import OwnedProcess, StartedProcess
     from kandev_lsp.resolver import Resolution
     from kandev_lsp.session import BridgeLimits
     from kandev_lsp.settings import SettingsFile
@@ -71,9 +71,8 @@ def add_run_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParse
 
 
 def run_run(args: argparse.Namespace) -> int:
-    import asyncio
-
-    from kandev_lsp.lifecycle import Lifecycle, refusal
+    from kandev_lsp.lifecycle import LaunchError, Lifecycle, refusal
+    from kandev_lsp.process import can_start_now
 
     configure_logging(args.log_level)
     task = stream_task(args)
@@ -91,10 +90,38 @@ def run_run(args: argparse.Namespace) -> int:
         print(f"kandev-lsp: {resolution.message}{hint}", file=sys.stderr)
         return launch_exit_code(failure)
     signalled: list[int] = []
-    status = asyncio.run(run_stdio(plugins, task, resolution, settings, signalled=signalled))
+    started = None
+    if resolution.found and can_start_now():
+        _record_stop_signals(signalled)  # until the loop handles them: a signal then must still stop the tree
+        # Start the server before asyncio, the session and the bridge are imported (issue 7 item 25): it
+        # starts up meanwhile. Until the loop adopts it, only its parent-death signal stops it (if this
+        # process dies first); its pipes wait in the kernel's buffers.
+        try:
+            started = lifecycle.start_now(resolution, task, stderr=_stderr_passthrough)
+        except LaunchError as exc:
+            print(f"kandev-lsp: {exc}", file=sys.stderr)
+            return launch_exit_code(exc.failure)
+    import asyncio
+
+    status = asyncio.run(run_stdio(plugins, task, resolution, settings, signalled=signalled, started=started))
     if signalled:
         die_by_signal(signalled[0])
     return status
+
+
+def _record_stop_signals(received: list[int]) -> None:
+    """Record (and otherwise ignore) the stop signals until :func:`run_stdio` handles them in the loop:
+    the server already runs while asyncio is imported, and a signal's default action would leave its
+    descendants behind. :func:`run_stdio` then stops the tree at once and dies by the first one."""
+    import signal
+
+    def record(signum: int, frame: object) -> None:
+        if not received:
+            received.append(signum)
+
+    for name in STOP_SIGNALS:
+        if hasattr(signal, name):
+            signal.signal(getattr(signal, name), record)
 
 
 def launch_exit_code(failure: str) -> int:
@@ -169,9 +196,10 @@ async def run_stdio(
     signalled: list[int] | None = None,
     stdin: BinaryIO | None = None,
     stdout: BinaryIO | None = None,
+    started: StartedProcess | None = None,
 ) -> int:
     """Bridge this process's stdin/stdout (or ``stdin``/``stdout``) to the resolved (or, if missing,
-    installed) server.
+    installed) server; to ``started`` when the server was started already (``Lifecycle.start_now``).
 
     SIGINT, SIGTERM and SIGHUP stop the server tree (or cancel the install) and return 128 + the signal
     number; the signal is also appended to ``signalled``, so the caller can die by it
@@ -193,8 +221,10 @@ async def run_stdio(
 
     for signum in signums:
         loop.add_signal_handler(signum, interrupted, signum)
+    if received:  # a signal came before the loop ran (see _record_stop_signals)
+        main.cancel()
     try:
-        return await _run_stdio(plugins, task, resolution, settings, limits, stdin, stdout)
+        return await _run_stdio(plugins, task, resolution, settings, limits, stdin, stdout, started)
     except asyncio.CancelledError:
         if not received:
             raise
@@ -250,24 +280,50 @@ async def _run_stdio(
     limits: BridgeLimits | None,
     stdin: BinaryIO | None = None,
     stdout: BinaryIO | None = None,
+    started: StartedProcess | None = None,
 ) -> int:
     from kandev_lsp.lifecycle import LaunchError, Lifecycle
     from kandev_lsp.process import ProcessSupervisor
 
-    async with (
-        ProcessSupervisor() as supervisor,
-        Lifecycle(plugins, settings=settings, supervisor=supervisor) as lifecycle,
-    ):
-        process = None
-        if resolution.found:
-            # Spawn first (issue 7 item 25): the server starts up while the session, the bridge and the
-            # framing are imported below, instead of after them.
-            try:
-                process = await lifecycle.spawn(resolution, task, stderr=_stderr_passthrough)
-            except LaunchError as exc:
-                print(f"kandev-lsp: {exc}", file=sys.stderr)
-                return launch_exit_code(exc.failure)
-        return await _bridge_stdio(lifecycle, task, resolution, process, limits, stdin, stdout)
+    adopting = False
+    try:
+        async with (
+            ProcessSupervisor() as supervisor,
+            Lifecycle(plugins, settings=settings, supervisor=supervisor) as lifecycle,
+        ):
+            process = None
+            if started is not None:
+                adopting = True
+                process = await _adopt(lifecycle, started)
+            elif resolution.found:
+                # Spawn first (issue 7 item 25): the server starts up while the session, the bridge and the
+                # framing are imported below, instead of after them.
+                try:
+                    process = await lifecycle.spawn(resolution, task, stderr=_stderr_passthrough)
+                except LaunchError as exc:
+                    print(f"kandev-lsp: {exc}", file=sys.stderr)
+                    return launch_exit_code(exc.failure)
+            return await _bridge_stdio(lifecycle, task, resolution, process, limits, stdin, stdout)
+    finally:
+        if started is not None and not adopting:  # cancelled before the loop could own it
+            started.discard()
+
+
+async def _adopt(lifecycle: Lifecycle, started: StartedProcess) -> OwnedProcess:
+    """The lifecycle's :class:`OwnedProcess` for ``started``. A cancel (a stop signal) waits until the
+    supervisor owns the child, so that leaving stops its whole tree; a failure kills its group."""
+    import asyncio
+
+    adoption = asyncio.ensure_future(lifecycle.adopt(started))
+    try:
+        return await asyncio.shield(adoption)
+    except asyncio.CancelledError:
+        with contextlib.suppress(BaseException):
+            await adoption
+        raise
+    finally:
+        if not adoption.done() or adoption.cancelled() or adoption.exception() is not None:
+            started.discard()
 
 
 async def _bridge_stdio(

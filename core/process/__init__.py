@@ -30,33 +30,87 @@ three quarters, with a line saying how many bytes were left out. The pipes are a
 
 from __future__ import annotations
 
-from kandev_lsp.cancel import CancelToken
-from kandev_lsp.process._backend import (
-    PosixBackend,
-    ProcessBackend,
-    SpawnOptions,
-    WindowsBackend,
-    backend_for,
-    interrupt_signal,
-    spawn_options,
-    taskkill_argv,
-    windows_system_root,
-)
-from kandev_lsp.process._errors import CommandNotFoundError, ProcessStartError, ProcessTimeout
-from kandev_lsp.process._locate import locate_executable
-from kandev_lsp.process._orphans import reap_marked
-from kandev_lsp.process._owned import (
-    CONFIRM_TIMEOUT,
-    DEFAULT_GRACE,
-    DEFAULT_OUTPUT_LIMIT,
-    OwnedProcess,
-    StderrMode,
-    StdoutMode,
-    spawn,
-)
-from kandev_lsp.process._run import RunResult, run
-from kandev_lsp.process._supervisor import ProcessSupervisor
-from kandev_lsp.process._tree import OWNER_VARIABLE
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from kandev_lsp.cancel import CancelToken
+    from kandev_lsp.process._backend import (
+        PosixBackend,
+        ProcessBackend,
+        SpawnOptions,
+        WindowsBackend,
+        backend_for,
+        interrupt_signal,
+        spawn_options,
+        taskkill_argv,
+        windows_system_root,
+    )
+    from kandev_lsp.process._errors import CommandNotFoundError, ProcessStartError, ProcessTimeout
+    from kandev_lsp.process._locate import locate_executable
+    from kandev_lsp.process._orphans import reap_marked
+    from kandev_lsp.process._owned import CONFIRM_TIMEOUT, DEFAULT_GRACE, OwnedProcess, adopt, spawn
+    from kandev_lsp.process._run import RunResult, run
+    from kandev_lsp.process._start import (
+        DEFAULT_OUTPUT_LIMIT,
+        StartedProcess,
+        StderrMode,
+        StdoutMode,
+        can_start_now,
+        start_now,
+    )
+    from kandev_lsp.process._supervisor import ProcessSupervisor
+    from kandev_lsp.process._tree import OWNER_VARIABLE
+
+#: Where each name lives. Imported at first use, so that :func:`start_now` (``run``'s server start,
+#: before any event loop) does not import asyncio with the rest of this package.
+_HOMES = {
+    "CancelToken": "kandev_lsp.cancel",
+    **dict.fromkeys(
+        (
+            "PosixBackend",
+            "ProcessBackend",
+            "SpawnOptions",
+            "WindowsBackend",
+            "backend_for",
+            "interrupt_signal",
+            "spawn_options",
+            "taskkill_argv",
+            "windows_system_root",
+        ),
+        "kandev_lsp.process._backend",
+    ),
+    **dict.fromkeys(
+        ("CommandNotFoundError", "ProcessStartError", "ProcessTimeout"), "kandev_lsp.process._errors"
+    ),
+    "locate_executable": "kandev_lsp.process._locate",
+    "reap_marked": "kandev_lsp.process._orphans",
+    **dict.fromkeys(
+        ("CONFIRM_TIMEOUT", "DEFAULT_GRACE", "OwnedProcess", "adopt", "spawn"), "kandev_lsp.process._owned"
+    ),
+    **dict.fromkeys(("RunResult", "run"), "kandev_lsp.process._run"),
+    **dict.fromkeys(
+        ("DEFAULT_OUTPUT_LIMIT", "StartedProcess", "StderrMode", "StdoutMode", "can_start_now", "start_now"),
+        "kandev_lsp.process._start",
+    ),
+    "ProcessSupervisor": "kandev_lsp.process._supervisor",
+    "OWNER_VARIABLE": "kandev_lsp.process._tree",
+}
+
+
+def __getattr__(name: str) -> Any:
+    home = _HOMES.get(name)
+    if home is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(home), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *_HOMES])
+
 
 __all__ = [
     "CONFIRM_TIMEOUT",
@@ -73,16 +127,20 @@ __all__ = [
     "ProcessTimeout",
     "RunResult",
     "SpawnOptions",
+    "StartedProcess",
     "StderrMode",
     "StdoutMode",
     "WindowsBackend",
+    "adopt",
     "backend_for",
+    "can_start_now",
     "interrupt_signal",
     "locate_executable",
     "reap_marked",
     "run",
     "spawn",
     "spawn_options",
+    "start_now",
     "taskkill_argv",
     "windows_system_root",
 ]

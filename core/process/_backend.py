@@ -17,7 +17,6 @@ The decisions (flags, signal numbers, the ``taskkill`` argv) are pure functions 
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import logging
 import os
@@ -161,6 +160,8 @@ class WindowsBackend:
 
     async def kill(self, leader_pid: int | None, members: Sequence[psutil.Process]) -> None:
         if leader_pid is not None:
+            import asyncio  # here: spawning (before ``run`` starts a loop) must not import asyncio
+
             await asyncio.to_thread(self._taskkill, leader_pid)
             for leader in handles([leader_pid]).values():  # if taskkill could not
                 _send(leader, None)

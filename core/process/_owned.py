@@ -10,30 +10,26 @@ no reader tasks to leak and a chatty child never blocks.
 from __future__ import annotations
 
 import asyncio
-import errno
 import logging
 import os
-import subprocess
 from collections.abc import Callable, Sequence
 from types import TracebackType
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Any
 
 from kandev_lsp._lazy import LazyModule
-from kandev_lsp.fileprobe import LocalFileProbe
-from kandev_lsp.platform import HostPlatform
-from kandev_lsp.process._backend import ProcessBackend, backend_for
+from kandev_lsp.process._backend import ProcessBackend
 from kandev_lsp.process._errors import ProcessStartError
-from kandev_lsp.process._locate import locate_executable
 from kandev_lsp.process._output import OutputCallback, OutputCapture
-from kandev_lsp.process._parentdeath import parent_death_hook
-from kandev_lsp.process._tree import (
-    ProcInfo,
-    handles,
-    is_alive,
-    marked_environment,
-    new_token,
-    select_targets,
+from kandev_lsp.process._start import (
+    DEFAULT_OUTPUT_LIMIT,
+    SpawnPlan,
+    StartedProcess,
+    StderrMode,
+    StdoutMode,
+    plan_spawn,
+    start_error,
 )
+from kandev_lsp.process._tree import ProcInfo, handles, is_alive, select_targets
 from kandev_lsp.taskenv import TaskEnvironment
 
 if TYPE_CHECKING:
@@ -44,17 +40,12 @@ else:
 
 logger = logging.getLogger("kandev_lsp.process")
 
-StdoutMode = Literal["pipe", "capture", "discard"]
-StderrMode = Literal["capture", "discard"]
-
 #: Default time between the interrupt and the kill.
 DEFAULT_GRACE = 2.0
 #: How long a stop keeps killing and checking before it reports survivors.
 CONFIRM_TIMEOUT = 5.0
 #: How long a stop waits for captured pipes to reach end-of-file once the tree is dead.
 PIPE_LINGER = 1.0
-#: Default cap of captured output (the installer output the task host keeps).
-DEFAULT_OUTPUT_LIMIT = 1 << 20
 _POLL_INTERVAL = 0.02
 _STREAM_LIMIT = 1 << 16
 
@@ -317,95 +308,119 @@ async def spawn(
     process dies (see :mod:`kandev_lsp.process._parentdeath`). Raises :class:`ProcessStartError` (or
     :class:`CommandNotFoundError`) when the child cannot be started.
     """
-    args = tuple(argv)
-    if stdout not in ("pipe", "capture", "discard") or stderr not in ("capture", "discard"):
-        raise ValueError(f"unknown output mode stdout={stdout!r} stderr={stderr!r}")
-    if not args:
-        raise ProcessStartError("", "argv is empty", "Pass the program to run and its arguments.")
-    host = HostPlatform.current()
-    if env.host.os != host.os:
-        raise ProcessStartError(
-            args[0],
-            f"the task environment describes a {env.host.os} host, but this machine runs {host.os}",
-            "Build the TaskEnvironment for this machine (TaskEnvironment.from_agent()).",
-        )
-    _check_working_directory(args[0], cwd, host)
-    if supervisor is not None:
-        supervisor._check_open(args[0])
-    executable = locate_executable(args[0], env, cwd, LocalFileProbe(env.host))
-    if any(not item or item != "".join(item.split()) for item in owner_tokens):
-        raise ValueError(f"owner tokens must be non-empty words without blanks, got {list(owner_tokens)!r}")
-    token = new_token()
-    marker = " ".join([*owner_tokens, token]) if owner_tokens else token
-    backend = backend_for(host)
-    options = backend.spawn_options()
-    capture = OutputCapture(output_limit, on_output)
-    merged = stdout == "capture" and stderr == "capture"
-    captured = frozenset(
-        fd for fd, wanted in ((1, stdout == "capture"), (2, stderr == "capture" and not merged)) if wanted
+    plan = plan_spawn(
+        argv,
+        env=env,
+        cwd=cwd,
+        stdin=stdin,
+        stdout=stdout,
+        stderr=stderr,
+        output_limit=output_limit,
+        on_output=on_output,
+        owner_tokens=owner_tokens,
+        check_open=None if supervisor is None else supervisor._check_open,
     )
+    capture = OutputCapture(plan.output_limit, plan.on_output)
     loop = asyncio.get_running_loop()
-    factory: Callable[[], _ChildProtocol] = lambda: _ChildProtocol(loop, captured, capture)  # noqa: E731
+    factory: Callable[[], _ChildProtocol] = lambda: _ChildProtocol(loop, plan.captured, capture)  # noqa: E731
     try:
         transport, protocol = await loop.subprocess_exec(
-            factory,
-            executable,
-            *args[1:],
-            stdin=subprocess.PIPE if stdin else subprocess.DEVNULL,
-            stdout=subprocess.DEVNULL if stdout == "discard" else subprocess.PIPE,
-            stderr=subprocess.STDOUT
-            if merged
-            else subprocess.PIPE
-            if stderr == "capture"
-            else subprocess.DEVNULL,
-            env=marked_environment(env.to_dict(), marker, windows=host.is_windows),
-            cwd=cwd,
-            start_new_session=options.start_new_session,
-            creationflags=options.creationflags,
-            preexec_fn=None if host.is_windows else parent_death_hook(),
+            factory, plan.executable, *plan.args[1:], **plan.popen_kwargs
         )
     except OSError as exc:
-        raise _start_error(executable, exc) from exc
+        raise start_error(plan.executable, exc) from exc
     except ValueError as exc:  # e.g. a NUL byte in an argument or a variable
-        raise ProcessStartError(executable, str(exc), "Remove NUL characters from argv and env.") from exc
+        raise ProcessStartError(
+            plan.executable, str(exc), "Remove NUL characters from argv and env."
+        ) from exc
+    return await _own(plan, transport, protocol, capture, supervisor)
+
+
+async def adopt(started: StartedProcess, *, supervisor: ProcessSupervisor | None = None) -> OwnedProcess:
+    """Own a child :func:`~kandev_lsp.process.start_now` started before the event loop ran: its pipes
+    are connected to the loop, its exit is watched, and ``supervisor`` stops it like any spawned child.
+
+    Uses asyncio's Unix subprocess transport and child watcher (the same ones ``subprocess_exec`` uses),
+    given the ``Popen`` instead of creating one; see :func:`~kandev_lsp.process.can_start_now`.
+    """
+    import warnings
+
+    plan, popen = started.plan, started.popen
+    if supervisor is not None:
+        try:
+            supervisor._check_open(plan.executable)
+        except BaseException:
+            started.discard()
+            raise
+    capture = OutputCapture(plan.output_limit, plan.on_output)
+    loop = asyncio.get_running_loop()
+    protocol = _ChildProtocol(loop, plan.captured, capture)
+    waiter: asyncio.Future[None] = loop.create_future()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)  # get_child_watcher (3.12+), as asyncio does
+        with asyncio.get_child_watcher() as watcher:
+            transport = _adopted_transport(
+                loop, protocol, [plan.executable, *plan.args[1:]], plan.popen_kwargs, waiter, popen
+            )
+            watcher.add_child_handler(transport.get_pid(), loop._child_watcher_callback, transport)  # type: ignore[attr-defined]
+            try:
+                await waiter
+            except BaseException:
+                transport.close()
+                await transport._wait()  # type: ignore[attr-defined]
+                raise
+    return await _own(plan, transport, protocol, capture, supervisor)
+
+
+def _adopted_transport(
+    loop: asyncio.AbstractEventLoop,
+    protocol: _ChildProtocol,
+    args: list[str],
+    kwargs: dict[str, Any],
+    waiter: asyncio.Future[None],
+    popen: object,
+) -> asyncio.SubprocessTransport:
+    """asyncio's Unix subprocess transport around a ``Popen`` that already runs (its ``_start``, which
+    would create the ``Popen``, takes the given one instead)."""
+    from asyncio import unix_events
+
+    class AdoptedTransport(unix_events._UnixSubprocessTransport):  # type: ignore[misc,name-defined]
+        def _start(self, **options: Any) -> None:
+            self._proc = options["popen"]
+
+    transport: asyncio.SubprocessTransport = AdoptedTransport(
+        loop,
+        protocol,
+        args,
+        False,
+        kwargs["stdin"],
+        kwargs["stdout"],
+        kwargs["stderr"],
+        0,
+        waiter=waiter,
+        popen=popen,
+    )
+    return transport
+
+
+async def _own(
+    plan: SpawnPlan,
+    transport: asyncio.SubprocessTransport,
+    protocol: _ChildProtocol,
+    capture: OutputCapture,
+    supervisor: ProcessSupervisor | None,
+) -> OwnedProcess:
     process = OwnedProcess(
-        argv=(executable, *args[1:]),
+        argv=(plan.executable, *plan.args[1:]),
         transport=transport,
         protocol=protocol,
         capture=capture,
-        backend=backend,
-        token=token,
-        stdout_mode=stdout,
+        backend=plan.backend,
+        token=plan.token,
+        stdout_mode=plan.stdout_mode,
         supervisor=supervisor,
     )
-    logger.debug("started %s as pid %d", executable, process.pid)
+    logger.debug("started %s as pid %d", plan.executable, process.pid)
     if supervisor is not None:
         await supervisor._adopt(process)
     return process
-
-
-def _check_working_directory(command: str, cwd: str, host: HostPlatform) -> None:
-    if not host.is_absolute(cwd) or not os.path.isdir(cwd):
-        raise ProcessStartError(
-            command,
-            f"its working directory {cwd!r} is not an existing folder given by an absolute path",
-            "Pass the task's workspace folder as an absolute path.",
-        )
-
-
-def _start_error(executable: str, exc: OSError) -> ProcessStartError:
-    if exc.errno == errno.ENOEXEC:
-        return ProcessStartError(
-            executable,
-            "it is not a program this machine can run (exec format error)",
-            "Check that it was built for this OS and CPU; a script needs a #! line.",
-        )
-    if exc.errno == errno.ENOENT:
-        return ProcessStartError(
-            executable,
-            "the system could not run it (no such file or directory)",
-            "If it is a script, check that the interpreter on its #! line exists.",
-        )
-    if exc.errno in (errno.EACCES, errno.EPERM):
-        return ProcessStartError(executable, "permission denied", "Check its permissions and mount options.")
-    return ProcessStartError(executable, exc.strerror or str(exc), "")

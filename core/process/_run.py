@@ -9,7 +9,8 @@ from dataclasses import dataclass
 from kandev_lsp.cancel import CancelToken
 from kandev_lsp.process._errors import ProcessTimeout
 from kandev_lsp.process._output import OutputCallback
-from kandev_lsp.process._owned import DEFAULT_OUTPUT_LIMIT, OwnedProcess, spawn
+from kandev_lsp.process._owned import OwnedProcess, spawn
+from kandev_lsp.process._start import DEFAULT_OUTPUT_LIMIT
 from kandev_lsp.process._supervisor import ProcessSupervisor, stop_all
 from kandev_lsp.taskenv import TaskEnvironment
 

@@ -40,3 +40,34 @@ def test_the_run_path_does_not_import_psutil() -> None:
     )
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
+
+
+@pytest.mark.skipif(not Path("/usr/bin/gopls").exists(), reason="needs gopls (Debian) at /usr/bin/gopls")
+def test_run_starts_the_server_before_it_imports_asyncio(tmp_path: Path) -> None:
+    """asyncio (and ssl, socket, concurrent.futures with it) took longer to import than kandev-lsp's own
+    start-up: ``run`` starts the server first, so the server starts up meanwhile (issue 7 item 25)."""
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    probe = (
+        "import sys\n"
+        "seen = []\n"
+        "def hook(event, args):\n"
+        "    if event == 'subprocess.Popen' and not seen:\n"
+        "        seen.append(1)\n"
+        "        print(f'spawn {args[0]} asyncio={\"asyncio\" in sys.modules}', file=sys.stderr, flush=True)\n"
+        "sys.addaudithook(hook)\n"
+        "from kandev_lsp.cli import main\n"
+        f"sys.argv = ['kandev-lsp', 'run', 'go', '--workspace', {str(workspace)!r},\n"
+        f"            '--env=HOME={tmp_path}', '--env=PATH=/usr/bin:/bin']\n"
+        "sys.exit(main())\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", probe],
+        input=b"",  # the editor closes its input at once: run stops the server and exits 0
+        capture_output=True,
+        timeout=60,
+        check=False,
+    )
+    first = done.stderr.decode().splitlines()[0]
+    assert first == "spawn /usr/bin/gopls asyncio=False", done.stderr.decode()
+    assert done.returncode == 0, done.stderr.decode()
