@@ -409,7 +409,10 @@ class LspClient:
             elif isinstance(event, ServerCancelledRequest):
                 task = self._handler_tasks.get(event.id)
                 if task is not None:
-                    task.cancel()
+                    # Cancelled on the next loop turn, once the handler has started: a task cancelled
+                    # before its first step never runs its body, so the server would get no answer at
+                    # all (a request and its $/cancelRequest often arrive in one read).
+                    self._running_loop().call_soon(task.cancel)
             elif isinstance(event, MessageRejected):
                 self.rejected += 1
             else:
