@@ -89,6 +89,20 @@ class Kit:
     def alive(self) -> list[int]:
         return tagged_alive(self.tag)
 
+    def kill_leftovers(self, timeout: float = 5.0) -> None:
+        """SIGKILL every live tagged process and wait until each is gone.
+
+        A SIGKILL is delivered asynchronously: right after ``kill()`` returns, a loaded machine may still
+        list the process as running, so a later :meth:`alive` check would count it as a leak.
+        """
+        deadline = time.monotonic() + timeout
+        for pid in self.alive():
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGKILL)
+        while (left := [pid for pid in self.alive() if not gone(pid)]) and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert not left, f"tagged processes survived SIGKILL for {timeout} s: {left}"
+
     gone = staticmethod(gone)
 
 

@@ -109,8 +109,7 @@ def test_sigkill_to_the_owner_or_its_group_kills_the_owned_child(kit: Kit, how: 
         if owner.poll() is None:
             owner.kill()
         owner.communicate()
-        for pid in kit.alive():  # the grandchild is swept by the next test below; here just clean up
-            os.kill(pid, signal.SIGKILL)
+        kit.kill_leftovers()  # the grandchild is swept by the next test below; here just clean up
 
 
 def test_the_grandchildren_of_a_dead_owner_are_swept_by_its_recorded_token(kit: Kit) -> None:
@@ -152,8 +151,7 @@ def test_a_child_spawned_on_a_loop_thread_dies_with_the_owner_process(kit: Kit) 
         if owner.poll() is None:
             owner.kill()
         owner.communicate()
-        for pid in kit.alive():
-            os.kill(pid, signal.SIGKILL)
+        kit.kill_leftovers()
 
 
 def test_no_parent_death_signal_where_the_os_has_none() -> None:
