@@ -8,7 +8,6 @@ Module-level imports stay light: the CLI imports a subcommand's module to build 
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from typing import TYPE_CHECKING, Any
 
@@ -97,42 +96,20 @@ async def broker_until_signalled(
     suppressed_providers: SuppressedProviders | None = None,
 ) -> int:
     """Serve until SIGINT, SIGTERM or SIGHUP, then close every lease (``backend_stop``, K12.21) and
-    every client; print the listening line on stdout.
-
-    SIGHUP counts as a stop, as in ``serve``: left at its default it would end the broker at once and
-    its leases' servers would only be stopped later, by each serve noticing the dropped upstream.
-    """
-    import asyncio
-    import signal
-
+    every client; the listening line goes to stdout (see :mod:`kandev_lsp.cli.listening`)."""
     from kandev_lsp.broker.route import BrokerServer
+    from kandev_lsp.cli.listening import listen_until_signalled
 
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    signums = [getattr(signal, name) for name in ("SIGINT", "SIGTERM", "SIGHUP") if hasattr(signal, name)]
-    for signum in signums:
-        loop.add_signal_handler(signum, stop.set)
-    try:
-        async with BrokerServer(
-            directory=directory,
-            authorizer=authorizer,
-            config=config,
-            suppressed_providers=suppressed_providers,
-        ) as server:
-            line: dict[str, Any] = {
-                "event": "listening",
-                "url": server.url,
-                "host": config.host,
-                "port": server.port,
-                "continuity": config.continuity,
-                "capacity": config.capacity,
-            }
-            if token.generated:
-                line["token"] = token.value  # printed once, here only; never logged
-            sys.stdout.write(json.dumps(line) + "\n")
-            sys.stdout.flush()
-            await stop.wait()
-    finally:
-        for signum in signums:
-            loop.remove_signal_handler(signum)
-    return 0
+    def describe(server: BrokerServer) -> dict[str, Any]:
+        return {
+            "url": server.url,
+            "host": config.host,
+            "port": server.port,
+            "continuity": config.continuity,
+            "capacity": config.capacity,
+        }
+
+    server = BrokerServer(
+        directory=directory, authorizer=authorizer, config=config, suppressed_providers=suppressed_providers
+    )
+    return await listen_until_signalled(server, describe, token)

@@ -7,7 +7,6 @@ must not pay for websockets. The server is imported inside the handler.
 from __future__ import annotations
 
 import argparse
-import json
 import logging
 import os
 import sys
@@ -119,38 +118,16 @@ def run_serve(args: argparse.Namespace) -> int:
 async def serve_until_signalled(
     plugins: PluginHost, task: Task, token: StreamToken, config: StreamConfig, settings: SettingsFile | None
 ) -> int:
-    """Serve until SIGINT, SIGTERM or SIGHUP, then close everything; print the listening line on stdout.
-
-    SIGHUP counts as a stop (a closed terminal or a quitting parent sends it): left at its default it
-    would end ``serve`` at once, leaving its servers and their trees behind.
-    """
-    import asyncio
-    import signal
-
+    """Serve until SIGINT, SIGTERM or SIGHUP, then close every session; the listening line goes to stdout
+    (see :mod:`kandev_lsp.cli.listening`)."""
+    from kandev_lsp.cli.listening import listen_until_signalled
     from kandev_lsp.stream.server import StreamServer
 
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    signums = [getattr(signal, name) for name in ("SIGINT", "SIGTERM", "SIGHUP") if hasattr(signal, name)]
-    for signum in signums:
-        loop.add_signal_handler(signum, stop.set)
-    try:
-        async with StreamServer(
-            plugins=plugins, task=task, token=token, config=config, settings=settings
-        ) as server:
-            line: dict[str, Any] = {
-                "event": "listening",
-                "url": server.url,
-                "host": config.host,
-                "port": server.port,
-                "workspace": task.workspace,
-            }
-            if token.generated:
-                line["token"] = token.value  # printed once, here only; never logged
-            sys.stdout.write(json.dumps(line) + "\n")
-            sys.stdout.flush()
-            await stop.wait()
-    finally:
-        for signum in signums:
-            loop.remove_signal_handler(signum)
-    return 0
+    def describe(server: StreamServer) -> dict[str, Any]:
+        return {"url": server.url, "host": config.host, "port": server.port, "workspace": task.workspace}
+
+    return await listen_until_signalled(
+        StreamServer(plugins=plugins, task=task, token=token, config=config, settings=settings),
+        describe,
+        token,
+    )
