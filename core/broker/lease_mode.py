@@ -241,7 +241,7 @@ class LeaseMode:
     ) -> None:
         """Admit ``websocket`` to a lease and carry it until it leaves or the lease ends."""
         admission = self.book.admit(
-            execution.id, query.language, query.lease_hint, executor=execution.executor
+            execution.id, query.language, query.lease_hint, executor=execution.executor, owner=owner
         )
         if admission.outcome in (Outcome.CREATED, Outcome.QUEUED):
             assert admission.lease_id is not None

@@ -297,6 +297,7 @@ class _Lease:
     reason: ReleaseReason | None = None
     ack: tuple[int, ControlKind] | None = None
     waiting_for: str | None = None  # QUEUED: the lease whose slot it takes
+    owner: str = ""  # the creating caller's owner (Caller.owner): only that owner reattaches or claims it
 
 
 class LeaseBook:
@@ -360,7 +361,7 @@ class LeaseBook:
     # --- admission -------------------------------------------------------------------------------
 
     def admit(
-        self, execution: str, language: str, hint: str | None = None, *, executor: str = ""
+        self, execution: str, language: str, hint: str | None = None, *, executor: str = "", owner: str = ""
     ) -> Admission:
         """Find or create a lease for a client of ``execution`` and ``language`` (K12.8-K12.14).
 
@@ -369,31 +370,41 @@ class LeaseBook:
         when a slot is free, or queue behind a closing lease, or evict the least recently detached lease
         and queue behind it; otherwise reject (4005) with nothing started. An attached lease is never
         taken, whatever the hint says.
+
+        Reattaching and claiming stay within the creating caller's ``owner``: the lease's server was
+        configured with that owner's settings (K14.9), and its documents, diagnostics and progress are
+        that owner's session. The hint is a routing hint, not a credential (K12.11), so another owner
+        holding a copied hint gets a lease of its own.
         """
         if self._stopping:
             return self._refuse(language, _GOING_AWAY, "shutdown")
         if self.fences.held(execution):
             return self._refuse(language, _SESSION_UNAVAILABLE, "reclaim")
         lease = self._leases.get(hint) if hint else None
-        same_place = lease is not None and (lease.execution, lease.language) == (execution, language)
+        same_place = lease is not None and (lease.execution, lease.language, lease.owner) == (
+            execution,
+            language,
+            owner,
+        )
         if lease is not None and same_place and self._is_detached(lease):
             return self._attach(lease, Outcome.REATTACHED)
         detached = [
             lease
             for lease in self._leases.values()
-            if self._is_detached(lease) and lease.execution == execution and lease.language == language
+            if self._is_detached(lease)
+            and (lease.execution, lease.language, lease.owner) == (execution, language, owner)
         ]
         if detached:
             newest = max(detached, key=lambda lease: (lease.detached_at or 0.0, lease.order))
             return self._attach(newest, Outcome.CLAIMED)
         if self._slots_held() < self.config.capacity:
-            lease = self._new_lease(execution, language, executor, Phase.LIVE)
+            lease = self._new_lease(execution, language, executor, Phase.LIVE, owner)
             lease.holds_slot = True
             actions: list[Action] = [StartUpstream(lease.lease_id), self._transition("lease_created", lease)]
             return Admission(Outcome.CREATED, lease.lease_id, lease.generation, actions=tuple(actions))
-        return self._admit_at_capacity(execution, language, executor)
+        return self._admit_at_capacity(execution, language, executor, owner)
 
-    def _admit_at_capacity(self, execution: str, language: str, executor: str) -> Admission:
+    def _admit_at_capacity(self, execution: str, language: str, executor: str, owner: str) -> Admission:
         claimed = {lease.waiting_for for lease in self._leases.values() if lease.phase is Phase.QUEUED}
         actions: list[Action] = []
         victim = next(
@@ -420,7 +431,7 @@ class LeaseBook:
             self._evicted += 1
             actions.append(self._transition("lease_evicting", victim))
             actions.extend(self._begin_close(victim, ReleaseReason.CAPACITY))
-        lease = self._new_lease(execution, language, executor, Phase.QUEUED)
+        lease = self._new_lease(execution, language, executor, Phase.QUEUED, owner)
         lease.waiting_for = victim.lease_id
         actions.append(self._transition("lease_queued", lease))
         return Admission(Outcome.QUEUED, lease.lease_id, lease.generation, actions=tuple(actions))
@@ -442,12 +453,12 @@ class LeaseBook:
         actions = (CancelDeadline(lease.lease_id), event)
         return Admission(outcome, lease.lease_id, lease.generation, actions=actions)
 
-    def _new_lease(self, execution: str, language: str, executor: str, phase: Phase) -> _Lease:
+    def _new_lease(self, execution: str, language: str, executor: str, phase: Phase, owner: str) -> _Lease:
         lease_id = self._new_id()
         while lease_id in self._leases:  # an injected factory may repeat itself
             lease_id = self._new_id()
         self._order += 1
-        lease = _Lease(lease_id, execution, language, executor, phase, self._order)
+        lease = _Lease(lease_id, execution, language, executor, phase, self._order, owner=owner)
         self._leases[lease_id] = lease
         return lease
 

@@ -96,6 +96,23 @@ def test_without_a_usable_hint_the_newest_detached_lease_of_the_same_place_is_cl
     assert older is not None and book.view(older) is not None
 
 
+def test_another_owner_neither_reattaches_by_a_copied_hint_nor_claims_a_detached_lease() -> None:
+    """A lease's server runs with its creator's settings and holds its session: another owner (an
+    embedder's authorizer with several users) gets a lease of its own, hint or not."""
+    book, clock = make_book()
+    created = book.admit("e1", "python", owner="alice")
+    assert created.lease_id is not None
+    book.detach(created.lease_id, created.generation)
+    clock.advance(1)
+    for hint in (created.lease_id, None):
+        admission = book.admit("e1", "python", hint, owner="bob")
+        assert admission.outcome is Outcome.CREATED and admission.lease_id != created.lease_id
+    view = book.view(created.lease_id)
+    assert view is not None and not view.attached
+    again = book.admit("e1", "python", owner="alice")  # the owner itself still claims it
+    assert again.outcome is Outcome.CLAIMED and again.lease_id == created.lease_id
+
+
 def test_at_capacity_with_every_lease_attached_admission_is_rejected_with_4005_and_starts_nothing() -> None:
     book, _ = make_book(capacity=2)
     _created(book)
