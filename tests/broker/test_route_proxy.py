@@ -60,6 +60,34 @@ def test_the_proxy_carries_a_real_server_and_the_client_leaving_stops_it(tmp_pat
     asyncio.run(scenario())
 
 
+@needs_gopls
+def test_a_stop_frame_through_the_proxy_reaches_serve_which_reaps_the_server_before_closing_1000(
+    tmp_path: Path, tag: str
+) -> None:
+    """Continuity off: the client's ``{"control":"stop"}`` frame is relayed unchanged to serve, which
+    stops gopls, reaps its tree and only then closes 1000 ``stopped``; the proxy forwards that close,
+    so the client's close proves the cleanup (K16.2, K16.5)."""
+
+    async def scenario() -> None:
+        async with real_serve(tmp_path, tag) as upstream:
+            directory = SpyDirectory({"s1": execution_for(upstream.url)})
+            async with broker(directory) as server, client(server, "/lsp/s1?language=go") as ws:
+                ready = json.loads(await ws.recv())
+                answer = await request(
+                    ws,
+                    1,
+                    "initialize",
+                    {"processId": None, "rootUri": ready["workspaceUri"], "capabilities": {}},
+                )
+                assert "capabilities" in answer["result"]
+                assert processes_tagged(TAG, tag), "gopls runs behind serve"
+                await ws.send('{"control":"stop"}')
+                assert await closed_with(ws, timeout=20) == (1000, "stopped")
+                assert processes_tagged(TAG, tag) == [], "the close came before gopls was reaped"
+
+    asyncio.run(scenario())
+
+
 def test_an_unauthenticated_caller_causes_no_lookup_and_learns_nothing() -> None:
     async def scenario() -> None:
         directory = SpyDirectory({"s1": execution_for("ws://127.0.0.1:9/")})
