@@ -1,0 +1,199 @@
+"""Transaction receipts: what a mutation did, in a shape the model can check (B7.3, B7.5).
+
+Every mutating result carries one, rejected, conflicting and uncertain ones included: the number of
+text edits, the resource operations, the outcome of each command, the touched files, whether the new
+text reached the disk (``saved`` / ``not-saved`` / ``uncertain``), and the diagnostics of the touched
+files before and after, as a delta.
+
+The delta compares diagnostics by a key without positions (file, source, code, severity, message): an
+edit that inserts a line above an existing error shifts it, and a shifted error is neither
+"introduced" nor "resolved". Equal keys are counted (a multiset), so a second identical error on
+another line is still one introduced. Lists are bounded; the counts are not.
+
+Pure: the coordinator hands in plain values.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Final, Literal
+
+from kandev_lsp.intel.problems import SEVERITY_NAMES
+
+if TYPE_CHECKING:
+    from kandev_lsp.intel.edits.plan import ResourceOp
+
+__all__ = [
+    "MAX_DELTA_ENTRIES",
+    "SaveState",
+    "diagnostic_key",
+    "diagnostics_delta",
+    "receipt",
+    "resource_entry",
+]
+
+SaveState = Literal["saved", "not-saved", "uncertain"]
+#: Introduced / resolved entries listed at most, each (the counts cover all of them).
+MAX_DELTA_ENTRIES: Final = 20
+#: Characters of a diagnostic message kept in a receipt entry.
+_MAX_MESSAGE: Final = 300
+
+DiagnosticKey = tuple[str, str, str, str, str]
+
+
+def _severity(value: Any) -> str:
+    if isinstance(value, str):
+        return value
+    if isinstance(value, int) and not isinstance(value, bool):
+        return SEVERITY_NAMES.get(value, "error")
+    return "error"  # a missing severity means error, as editors show it
+
+
+def _code(value: Any) -> str:
+    if isinstance(value, bool) or value is None:
+        return ""
+    return str(value) if isinstance(value, str | int) else ""
+
+
+def diagnostic_key(path: str, diagnostic: Mapping[str, Any]) -> DiagnosticKey:
+    """``(path, source, code, severity, message)``: the identity of a diagnostic across edits.
+
+    Positions are left out on purpose (B7.5). Accepts an LSP ``Diagnostic`` (numeric severity) or a
+    problem from :func:`~kandev_lsp.intel.problems.file_problems` (named severity): both give one key.
+    """
+    source = diagnostic.get("source")
+    message = diagnostic.get("message")
+    return (
+        path,
+        source if isinstance(source, str) else "",
+        _code(diagnostic.get("code")),
+        _severity(diagnostic.get("severity")),
+        " ".join(message.split()) if isinstance(message, str) else "",
+    )
+
+
+def _line(diagnostic: Mapping[str, Any]) -> int | None:
+    line = diagnostic.get("line")
+    if isinstance(line, int) and not isinstance(line, bool):
+        return line
+    span = diagnostic.get("range")
+    start = span.get("start") if isinstance(span, Mapping) else None
+    value = start.get("line") if isinstance(start, Mapping) else None
+    return value + 1 if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def _entry(key: DiagnosticKey, diagnostic: Mapping[str, Any]) -> dict[str, Any]:
+    path, source, code, severity, message = key
+    entry: dict[str, Any] = {"path": path, "severity": severity}
+    line = _line(diagnostic)
+    if line is not None:
+        entry["line"] = line
+    entry["message"] = message if len(message) <= _MAX_MESSAGE else message[: _MAX_MESSAGE - 1] + "…"
+    if source:
+        entry["source"] = source
+    if code:
+        entry["code"] = code
+    return entry
+
+
+def _keyed(path: str, items: Iterable[Mapping[str, Any]]) -> list[tuple[DiagnosticKey, Mapping[str, Any]]]:
+    return [(diagnostic_key(path, item), item) for item in items if isinstance(item, Mapping)]
+
+
+def diagnostics_delta(
+    before: Mapping[str, Sequence[Mapping[str, Any]]],
+    after: Mapping[str, Sequence[Mapping[str, Any]]],
+    *,
+    limit: int = MAX_DELTA_ENTRIES,
+) -> dict[str, Any]:
+    """Introduced / resolved / persisting diagnostics of the files in ``after`` (path -> diagnostics).
+
+    A file missing from ``after`` was not collected and is left out, never counted as "all resolved";
+    a file missing from ``before`` (created by the edit) had none. Lines in entries are where the
+    diagnostic is now (introduced) or was (resolved), 1-based.
+    """
+    introduced: list[dict[str, Any]] = []
+    resolved: list[dict[str, Any]] = []
+    counts = {"introduced": 0, "resolved": 0, "persisting": 0}
+    for path in sorted(after):
+        old = _keyed(path, before.get(path, ()))
+        new = _keyed(path, after[path])
+        remaining = Counter(key for key, _ in old)
+        for key, item in new:
+            if remaining[key] > 0:
+                remaining[key] -= 1
+                counts["persisting"] += 1
+            else:
+                counts["introduced"] += 1
+                if len(introduced) < limit:
+                    introduced.append(_entry(key, item))
+        still = Counter(key for key, _ in new)
+        for key, item in old:
+            if still[key] > 0:
+                still[key] -= 1
+            else:
+                counts["resolved"] += 1
+                if len(resolved) < limit:
+                    resolved.append(_entry(key, item))
+    return {
+        "introduced": introduced,
+        "resolved": resolved,
+        "persisting": counts["persisting"],
+        "counts": counts,
+        "truncated": counts["introduced"] > len(introduced) or counts["resolved"] > len(resolved),
+        "files": len(after),
+    }
+
+
+def resource_entry(op: ResourceOp, *, exact: bool = True) -> dict[str, Any]:
+    """A resource operation as the receipt lists it (the preview's shape, room A's
+    :func:`~kandev_lsp.intel.edits.preview.resource_summary`); ``exact`` False when only observed (a
+    command's effect), not previewed."""
+    from kandev_lsp.intel.edits.preview import resource_summary
+
+    return {**resource_summary(op), "exact": exact}
+
+
+def receipt(
+    *,
+    outcome: str,
+    text_edits: int = 0,
+    resources: Sequence[Mapping[str, Any]] = (),
+    commands: Sequence[Mapping[str, Any]] = (),
+    touched: Iterable[str] = (),
+    saved: SaveState = "not-saved",
+    diagnostics: Mapping[str, Any] | None = None,
+    diagnostics_status: str = "not-collected",
+) -> dict[str, Any]:
+    """The receipt of one mutation (B7.5).
+
+    :param outcome: what happened: ``applied``, ``pending-approval``, ``declined``, ``rejected``,
+        ``conflict``, ``failed``, ``uncertain``.
+    :param diagnostics: a :func:`diagnostics_delta`, or None when none was taken (nothing changed, or the
+        servers could not say); ``diagnostics_status`` then says why.
+    :param diagnostics_status: how fresh the "after" diagnostics are (``current``, ``settling``,
+        ``pending``, ``unavailable``, ``not-collected``).
+    """
+    delta: dict[str, Any] = (
+        dict(diagnostics)
+        if diagnostics is not None
+        else {
+            "introduced": [],
+            "resolved": [],
+            "persisting": 0,
+            "counts": {"introduced": 0, "resolved": 0, "persisting": 0},
+            "truncated": False,
+            "files": 0,
+        }
+    )
+    delta["status"] = diagnostics_status
+    return {
+        "outcome": outcome,
+        "textEdits": text_edits,
+        "resourceOperations": [dict(item) for item in resources],
+        "commands": [dict(item) for item in commands],
+        "touched": sorted(set(touched)),
+        "saved": saved,
+        "diagnostics": delta,
+    }
