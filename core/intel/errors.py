@@ -14,6 +14,7 @@ __all__ = [
     "AmbiguousPath",
     "AmbiguousTarget",
     "AnchorNotFound",
+    "EditRejected",
     "IntelError",
     "InvalidArguments",
     "NotWired",
@@ -93,3 +94,9 @@ class TargetOutOfRange(IntelError):
 
 class NotWired(IntelError):
     """The tool's pure part is complete but nothing connects it to a language server yet."""
+
+
+class EditRejected(IntelError):
+    """A WorkspaceEdit the applier will not apply (B3.1, B3.6): malformed, overlapping or out-of-range text
+    edits, a resource operation whose precondition does not hold, or a shape it does not know (unknown
+    shapes fail closed rather than being guessed). Nothing was written."""
