@@ -1,15 +1,21 @@
-"""The read tools' arguments as typed values, parsed from schema-checked payloads.
+"""The tools' arguments as typed values, parsed from schema-checked payloads.
 
 :func:`~kandev_lsp.intel.validation.validate` checks each field on its own; the rules *between* fields
 (``code_symbols`` needs a path or a query, a range's end is not before its start, ``activationLimit`` only
 means something with ``activateWorkspace``) are checked here, with the same kind of message.
+
+The mutating tools' rules (B6.16-B6.29): no ``firstMatch`` anywhere (B4.6, :func:`refuse_first_match`,
+checked before the schema so the model learns *why*), ``code_replace``'s ``endLine`` makes a line range
+from ``target.line`` (never with a symbol, never before the start, B6.27), a batch's targets each follow
+the same rules, and ``{transactionId, approve}`` is the second step of a parked change
+(:func:`approval_request`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Any, Final, Literal
 
 from kandev_lsp.intel.errors import InvalidArguments
 from kandev_lsp.intel.output import DEFAULT_LIMIT
@@ -17,13 +23,24 @@ from kandev_lsp.intel.targets import Target
 
 __all__ = [
     "PARSERS",
+    "ActionsArgs",
     "DiagnosticsArgs",
+    "FormatArgs",
     "HierarchyArgs",
     "HoverArgs",
     "InlayHintsArgs",
+    "InsertArgs",
+    "InsertPosition",
     "NavigateArgs",
+    "RenameArgs",
+    "ReplaceArgs",
+    "ReplaceBatchArgs",
     "SymbolsArgs",
+    "approval_request",
+    "refuse_first_match",
 ]
+
+InsertPosition = Literal["before", "after", "start", "end"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,6 +105,125 @@ class InlayHintsArgs:
     root_id: str | None
     lines: tuple[int, int] | None
     limit: int = DEFAULT_LIMIT
+
+
+@dataclass(frozen=True, slots=True)
+class RenameArgs:
+    """``code_rename`` (B6.16-B6.17)."""
+
+    target: Target
+    new_name: str
+
+
+@dataclass(frozen=True, slots=True)
+class ActionsArgs:
+    """``code_actions`` (B6.18-B6.24): list for lines ``line``..``end_line``, or apply ``apply``."""
+
+    path: str
+    root_id: str | None
+    line: int
+    end_line: int
+    only: str | None = None
+    apply: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class FormatArgs:
+    """``code_format`` (B6.25); ``lines`` is the 1-based inclusive range, None for the whole file."""
+
+    path: str
+    root_id: str | None
+    lines: tuple[int, int] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class InsertArgs:
+    """``code_insert`` (B6.26)."""
+
+    target: Target
+    position: InsertPosition
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class ReplaceArgs:
+    """``code_replace`` (B6.27-B6.28): the symbol's range, ``target.line``..``end_line``, or the anchor."""
+
+    target: Target
+    text: str
+    end_line: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ReplaceBatchArgs:
+    """``code_replace_batch`` (B6.29): every replacement, in the order given."""
+
+    edits: tuple[ReplaceArgs, ...]
+
+
+_FIRST_MATCH_REFUSED: Final = (
+    "`{where}` is for reads only: a change needs an exact target (B4.6). Drop it; when several symbols "
+    "match, name one by the candidate id the ambiguous answer lists, or add target.kind or target.line"
+)
+
+
+def refuse_first_match(tool: str, payload: Mapping[str, Any]) -> None:
+    """Refuse ``firstMatch`` wherever a mutation's payload carries it (top level, a target, a batch item).
+
+    :raises InvalidArguments: saying why and what to send instead.
+    """
+    found: list[str] = []
+    if "firstMatch" in payload:
+        found.append("firstMatch")
+    target = payload.get("target")
+    if isinstance(target, Mapping) and "firstMatch" in target:
+        found.append("target.firstMatch")
+    edits = payload.get("edits")
+    for index, item in enumerate(edits if isinstance(edits, list) else []):
+        if not isinstance(item, Mapping):
+            continue
+        if "firstMatch" in item:
+            found.append(f"edits[{index}].firstMatch")
+        inner = item.get("target")
+        if isinstance(inner, Mapping) and "firstMatch" in inner:
+            found.append(f"edits[{index}].target.firstMatch")
+    if found:
+        raise InvalidArguments(tool, [_FIRST_MATCH_REFUSED.format(where=where) for where in found])
+
+
+def approval_request(
+    tool: str, payload: Mapping[str, Any], context_id: str | None = None
+) -> tuple[str, bool] | None:
+    """``(transactionId, approve)`` when the call is the second step of a parked change, else None.
+
+    The id comes from the payload or from the context (B2.4); ``approve`` must be given explicitly, and
+    nothing else may come with it (the change was fixed when it was previewed).
+
+    :raises InvalidArguments: a malformed second step, with what to send.
+    """
+    transaction_id = payload.get("transactionId", context_id)
+    if transaction_id is None:
+        if "approve" in payload:
+            raise InvalidArguments(
+                tool, ["`approve` answers a pending change: send it with the `transactionId` it returned"]
+            )
+        return None
+    problems: list[str] = []
+    if not isinstance(transaction_id, str) or not transaction_id:
+        problems.append("`transactionId` must be the non-empty string a needsApproval answer returned")
+    approve = payload.get("approve")
+    if not isinstance(approve, bool):
+        problems.append("send `approve`: true to apply the previewed change, false to discard it")
+    extra = sorted(set(payload) - {"transactionId", "approve"})
+    if extra:
+        problems.append(
+            f"a transaction's second step takes only transactionId and approve, not {', '.join(extra)}: "
+            "the change was fixed when it was previewed (start a new call to change it)"
+        )
+    if problems:
+        raise InvalidArguments(tool, problems)
+    assert isinstance(transaction_id, str) and isinstance(approve, bool)
+    return transaction_id, approve
 
 
 def _int(payload: Mapping[str, Any], key: str, default: int) -> int:
@@ -172,6 +308,83 @@ def _inlay_hints(payload: Mapping[str, Any]) -> InlayHintsArgs:
     )
 
 
+def _rename(payload: Mapping[str, Any]) -> RenameArgs:
+    new_name = str(payload["newName"])
+    problems = []
+    if new_name != new_name.strip() or any(char in new_name for char in "\r\n"):
+        problems.append(f"`newName` {new_name!r} has surrounding blanks or a line break: send the bare name")
+    if problems:
+        raise InvalidArguments("code_rename", problems)
+    return RenameArgs(Target.from_json(payload["target"], tool="code_rename"), new_name)
+
+
+def _actions(payload: Mapping[str, Any]) -> ActionsArgs:
+    line = int(payload["line"])
+    end_line = _int(payload, "endLine", line)
+    if end_line < line:
+        raise InvalidArguments("code_actions", [f"`endLine` ({end_line}) is before `line` ({line})"])
+    return ActionsArgs(
+        payload["path"], payload.get("rootId"), line, end_line, payload.get("only"), payload.get("apply")
+    )
+
+
+def _format(payload: Mapping[str, Any]) -> FormatArgs:
+    lines = None
+    if payload.get("range") is not None:
+        start, end = int(payload["range"]["startLine"]), int(payload["range"]["endLine"])
+        if end < start:
+            raise InvalidArguments(
+                "code_format", [f"`range.endLine` ({end}) is before `range.startLine` ({start})"]
+            )
+        lines = (start, end)
+    return FormatArgs(payload["path"], payload.get("rootId"), lines)
+
+
+def _insert(payload: Mapping[str, Any]) -> InsertArgs:
+    position = payload["position"]
+    assert position in ("before", "after", "start", "end")  # the schema's enum
+    return InsertArgs(Target.from_json(payload["target"], tool="code_insert"), position, str(payload["text"]))
+
+
+def _replace_item(item: Mapping[str, Any], tool: str, where: str) -> ReplaceArgs:
+    target = Target.from_json(item["target"], tool=tool)
+    end_line = item.get("endLine")
+    problems = []
+    if end_line is not None:
+        if target.symbol is not None:
+            problems.append(
+                f"`{where}endLine` makes a line range from target.line: drop target.symbol (and point with "
+                "target.line), or drop endLine to replace the symbol's whole range"
+            )
+        elif target.line is not None and int(end_line) < target.line:
+            problems.append(f"`{where}endLine` ({end_line}) is before `{where}target.line` ({target.line})")
+        if target.column is not None:
+            problems.append(
+                f"`{where}target.column` points inside a line; a line range replaces whole lines: drop it"
+            )
+    elif target.symbol is None and target.column is not None and target.match_text is None:
+        problems.append(
+            f"`{where}target.column` alone marks a position, not text to replace: give target.matchText "
+            "(the text on the line to replace), endLine (whole lines), or use code_insert"
+        )
+    if problems:
+        raise InvalidArguments(tool, problems)
+    return ReplaceArgs(target, str(item["text"]), int(end_line) if end_line is not None else None)
+
+
+def _replace(payload: Mapping[str, Any]) -> ReplaceArgs:
+    return _replace_item(payload, "code_replace", "")
+
+
+def _replace_batch(payload: Mapping[str, Any]) -> ReplaceBatchArgs:
+    return ReplaceBatchArgs(
+        tuple(
+            _replace_item(item, "code_replace_batch", f"edits[{index}].")
+            for index, item in enumerate(payload["edits"])
+        )
+    )
+
+
 #: Tool name -> parser of its (schema-valid) payload.
 PARSERS: Final[dict[str, Callable[[Mapping[str, Any]], Any]]] = {
     "code_symbols": _symbols,
@@ -180,4 +393,10 @@ PARSERS: Final[dict[str, Callable[[Mapping[str, Any]], Any]]] = {
     "code_hover": _hover,
     "code_diagnostics": _diagnostics,
     "code_inlay_hints": _inlay_hints,
+    "code_rename": _rename,
+    "code_actions": _actions,
+    "code_format": _format,
+    "code_insert": _insert,
+    "code_replace": _replace,
+    "code_replace_batch": _replace_batch,
 }

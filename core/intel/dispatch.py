@@ -9,41 +9,74 @@ one-line ``summary`` (B9.4).
 
 The tool bodies sit behind the :class:`ReadTools` protocol. :class:`UnwiredTools` is the implementation
 until the language servers are wired in: each call fails with a clear :class:`NotWired` result.
+
+The six mutating tools (B6.16-B6.29) sit behind a second protocol, :class:`MutationTools`; a dispatcher
+built without one neither lists nor accepts them (B2.2: only what can be called is offered). Mutations
+never accept ``firstMatch`` (B4.6): the call is refused with what to send instead, before any other
+check. A mutating call carrying ``transactionId`` (in the payload, with ``approve``, or in
+:attr:`IntelContext.transaction_id`) is the second step of a parked mutation and goes to
+:meth:`MutationTools.approve` (B2.4, issue 11 "Approval, headless").
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
 from kandev_lsp.cancel import CancelToken
 from kandev_lsp.intel.arguments import (
     PARSERS,
+    ActionsArgs,
     DiagnosticsArgs,
+    FormatArgs,
     HierarchyArgs,
     HoverArgs,
     InlayHintsArgs,
+    InsertArgs,
     NavigateArgs,
+    RenameArgs,
+    ReplaceArgs,
+    ReplaceBatchArgs,
     SymbolsArgs,
+    approval_request,
+    refuse_first_match,
 )
 from kandev_lsp.intel.errors import IntelError, InvalidArguments, NotWired, UnknownTool
 from kandev_lsp.intel.executor import DEFAULT_DEADLINE
-from kandev_lsp.intel.schemas import TOOLS, ToolSpec, tool_by_name
+from kandev_lsp.intel.schemas import ALL_TOOLS, ToolSpec, tool_by_name
 from kandev_lsp.intel.summaries import summarize
 from kandev_lsp.intel.validation import validate
 
-__all__ = ["Dispatcher", "IntelContext", "ReadTools", "UnwiredTools"]
+__all__ = [
+    "DispatchOutcome",
+    "Dispatcher",
+    "Elicit",
+    "IntelContext",
+    "MutationTools",
+    "ReadTools",
+    "UnwiredTools",
+]
+
+#: Asks the person behind the client to approve a mutation: ``(message, preview)`` -> True (approve),
+#: False (decline), or None (the client cannot ask, or the person cancelled).
+Elicit = Callable[[str, Mapping[str, Any]], Awaitable[bool | None]]
 
 
 @dataclass(frozen=True, slots=True)
 class IntelContext:
-    """Per-call context (B2.4): approval state, a cancel signal, a transaction id, the call's deadline."""
+    """Per-call context (B2.4): approval state, a cancel signal, a transaction id, the call's deadline.
+
+    ``elicit`` is set by a host that can ask its user (MCP elicitation): a mutation then asks with the
+    preview instead of parking a transaction. ``auto_approve`` applies previewable edits at once; edits
+    whose effect cannot be previewed (resource operations, commands) still need an explicit yes (B6.22).
+    """
 
     auto_approve: bool = False
     cancel: CancelToken | None = None
     transaction_id: str | None = None
     deadline: float = DEFAULT_DEADLINE
+    elicit: Elicit | None = None
 
 
 class ReadTools(Protocol):
@@ -58,6 +91,32 @@ class ReadTools(Protocol):
     async def hover(self, args: HoverArgs, ctx: IntelContext) -> dict[str, Any]: ...
     async def diagnostics(self, args: DiagnosticsArgs, ctx: IntelContext) -> dict[str, Any]: ...
     async def inlay_hints(self, args: InlayHintsArgs, ctx: IntelContext) -> dict[str, Any]: ...
+
+
+class MutationTools(Protocol):
+    """The six mutating tools' bodies (B6.16-B6.29) and the second step of a parked mutation.
+
+    Each goes through the workspace's mutation coordinator (preview, approval, atomic apply, receipt).
+    """
+
+    async def rename(self, args: RenameArgs, ctx: IntelContext) -> dict[str, Any]: ...
+    async def actions(self, args: ActionsArgs, ctx: IntelContext) -> dict[str, Any]: ...
+    async def format(self, args: FormatArgs, ctx: IntelContext) -> dict[str, Any]: ...
+    async def insert(self, args: InsertArgs, ctx: IntelContext) -> dict[str, Any]: ...
+    async def replace(self, args: ReplaceArgs, ctx: IntelContext) -> dict[str, Any]: ...
+    async def replace_batch(self, args: ReplaceBatchArgs, ctx: IntelContext) -> dict[str, Any]: ...
+    async def approve(
+        self, tool: str, transaction_id: str, approve: bool, ctx: IntelContext
+    ) -> dict[str, Any]: ...
+
+
+@dataclass(frozen=True, slots=True)
+class DispatchOutcome:
+    """What a host gets from :meth:`Dispatcher.dispatch_for_host`: the model's result, and whether the
+    user approved "all" (B2.6: the host keeps it for the session; the model never sees it)."""
+
+    result: dict[str, Any]
+    auto_approve_all: bool = False
 
 
 class UnwiredTools:
@@ -90,29 +149,35 @@ class UnwiredTools:
 
 
 class Dispatcher:
-    """Routes tool calls to a :class:`ReadTools` implementation.
+    """Routes tool calls to a :class:`ReadTools` and, when given, a :class:`MutationTools` implementation.
 
-    :param tools: the tool bodies.
+    :param tools: the read tools' bodies.
+    :param mutations: the mutating tools' bodies; without them the six mutating tools are not offered.
     :param disabled: tool names turned off (``lsp_disabled_tools``); they are neither listed nor callable.
     """
 
-    def __init__(self, tools: ReadTools, *, disabled: Iterable[str] = ()) -> None:
+    def __init__(
+        self, tools: ReadTools, *, mutations: MutationTools | None = None, disabled: Iterable[str] = ()
+    ) -> None:
         self._tools = tools
+        self._mutations = mutations
         self.disabled = frozenset(disabled)
-        unknown = sorted(self.disabled - {tool.name for tool in TOOLS})
+        names = [tool.name for tool in ALL_TOOLS]
+        unknown = sorted(self.disabled - set(names))
         if unknown:
-            raise ValueError(
-                f"cannot disable unknown tools {unknown}; the tools are: {', '.join(t.name for t in TOOLS)}"
-            )
+            raise ValueError(f"cannot disable unknown tools {unknown}; the tools are: {', '.join(names)}")
+
+    def _offered(self, tool: ToolSpec) -> bool:
+        return tool.read_only or self._mutations is not None
 
     def tools(self) -> list[ToolSpec]:
         """The enabled tools, in catalogue order (B2.2: only what can be called is offered)."""
-        return [tool for tool in TOOLS if tool.name not in self.disabled]
+        return [tool for tool in ALL_TOOLS if self._offered(tool) and tool.name not in self.disabled]
 
     def _find(self, op: str) -> ToolSpec:
         tool = tool_by_name(op)
         enabled = ", ".join(t.name for t in self.tools())
-        if tool is None:
+        if tool is None or not self._offered(tool):
             raise UnknownTool(f"no tool {op!r}; the tools are: {enabled}")
         if tool.name in self.disabled:
             raise UnknownTool(
@@ -121,7 +186,16 @@ class Dispatcher:
         return tool
 
     async def dispatch(self, op: str, payload: Any, ctx: IntelContext | None = None) -> dict[str, Any]:
-        """Run one tool call; always returns a result dict with ``ok``, and a ``summary``."""
+        """Run one tool call; always returns a result dict with ``ok``, and a ``summary``.
+
+        ``autoApproveAll`` is stripped (B2.6); a host that keeps it uses :meth:`dispatch_for_host`.
+        """
+        return (await self.dispatch_for_host(op, payload, ctx)).result
+
+    async def dispatch_for_host(
+        self, op: str, payload: Any, ctx: IntelContext | None = None
+    ) -> DispatchOutcome:
+        """:meth:`dispatch`, also telling the host whether the user approved "all" (B2.5-B2.6)."""
         ctx = ctx or IntelContext()
         name = op
         try:
@@ -131,16 +205,36 @@ class Dispatcher:
                 raise InvalidArguments(
                     tool.name, [f"the arguments must be an object, got {type(payload).__name__}"]
                 )
-            problems = validate(tool.input_schema, dict(payload))
-            if problems:
-                raise InvalidArguments(tool.name, problems)
-            args = PARSERS[tool.name](payload)
-            body = getattr(self._tools, tool.op)
-            result: dict[str, Any] = dict(await body(args, ctx))
+            if tool.read_only:
+                result = await self._run(tool, self._tools, payload, ctx)
+            else:
+                assert self._mutations is not None  # _find offers mutations only when wired
+                result = await self._mutate(tool, self._mutations, payload, ctx)
         except IntelError as error:
             result = error.to_result()
         result.setdefault("ok", True)
-        # B2.6: autoApproveAll is for the host, never the model (read tools do not set it; mutations will).
-        result.pop("autoApproveAll", None)
+        # B2.6: autoApproveAll is for the host, never the model.
+        approve_all = result.pop("autoApproveAll", None) is True
         result["summary"] = summarize(name, result)
-        return result
+        return DispatchOutcome(result, approve_all)
+
+    @staticmethod
+    async def _run(
+        tool: ToolSpec, body_of: object, payload: Mapping[str, Any], ctx: IntelContext
+    ) -> dict[str, Any]:
+        problems = validate(tool.input_schema, dict(payload))
+        if problems:
+            raise InvalidArguments(tool.name, problems)
+        args = PARSERS[tool.name](payload)
+        body = getattr(body_of, tool.op)
+        return dict(await body(args, ctx))
+
+    async def _mutate(
+        self, tool: ToolSpec, mutations: MutationTools, payload: Mapping[str, Any], ctx: IntelContext
+    ) -> dict[str, Any]:
+        refuse_first_match(tool.name, payload)  # B4.6, before the schema's generic "unknown argument"
+        approval = approval_request(tool.name, payload, ctx.transaction_id)
+        if approval is not None:
+            transaction_id, approve = approval
+            return dict(await mutations.approve(tool.name, transaction_id, approve, ctx))
+        return await self._run(tool, mutations, payload, ctx)

@@ -1,4 +1,9 @@
-"""The six read tools as data (B2.1, B6): names, titles, descriptions and JSON schemas.
+"""The twelve tools as data (B2.1, B6): names, titles, descriptions and JSON schemas.
+
+:data:`TOOLS` are the six read tools; :data:`MUTATING_TOOLS` the six that change files (B6.16-B6.29), each
+with MCP annotations that say so (not read-only; destructive unless it only adds text or re-formats), a
+``transactionId``/``approve`` pair for the second step of a parked change, and no ``firstMatch`` (B4.6):
+a mutation needs an exact target. :data:`ALL_TOOLS` is the catalogue in order.
 
 These dicts are what an MCP client sees (``tools/list``: name, title, description, ``inputSchema``,
 ``annotations``) and what :mod:`~kandev_lsp.intel.validation` checks payloads against, so the schema a
@@ -17,13 +22,27 @@ from typing import Any, Final
 
 from kandev_lsp.intel.output import DEFAULT_LIMIT, MAX_CONTEXT, MAX_LIMIT
 
-__all__ = ["HIERARCHY_KINDS", "NAVIGATE_KINDS", "SEVERITIES", "TOOLS", "ToolSpec", "tool_by_name"]
+__all__ = [
+    "ALL_TOOLS",
+    "HIERARCHY_KINDS",
+    "INSERT_POSITIONS",
+    "MAX_BATCH",
+    "MUTATING_TOOLS",
+    "NAVIGATE_KINDS",
+    "SEVERITIES",
+    "TOOLS",
+    "ToolSpec",
+    "tool_by_name",
+]
 
 NAVIGATE_KINDS: Final = ("definition", "typeDefinition", "declaration", "implementation", "references")
 HIERARCHY_KINDS: Final = ("callers", "callees", "supertypes", "subtypes")
 SEVERITIES: Final = ("error", "warning", "info", "hint")
 MAX_DEPTH: Final = 4
 MAX_ACTIVATION: Final = 200
+INSERT_POSITIONS: Final = ("before", "after", "start", "end")
+#: Most replacements in one code_replace_batch call.
+MAX_BATCH: Final = 50
 
 #: MCP tool annotations shared by every read tool.
 READ_ONLY: Final = {
@@ -112,10 +131,26 @@ class ToolSpec:
     description: str
     input_schema: dict[str, Any]
     read_only: bool = True
+    #: Mutations only: may overwrite or remove existing text (MCP ``destructiveHint``).
+    destructive: bool = False
+    #: Mutations only: a second identical call changes nothing more (MCP ``idempotentHint``).
+    idempotent: bool = False
 
     @property
     def runtime_type(self) -> str:
         return f"lsp.{self.op}"
+
+    def annotations(self) -> dict[str, Any]:
+        """MCP tool annotations: read tools are read-only; mutations say whether they are destructive."""
+        if self.read_only:
+            return {"title": self.title, **READ_ONLY}
+        return {
+            "title": self.title,
+            "readOnlyHint": False,
+            "destructiveHint": self.destructive,
+            "idempotentHint": self.idempotent,
+            "openWorldHint": False,
+        }
 
     def mcp_definition(self) -> dict[str, Any]:
         """The tool as MCP ``tools/list`` shows it (a deep copy: callers may not alter the spec)."""
@@ -124,7 +159,7 @@ class ToolSpec:
             "title": self.title,
             "description": self.description,
             "inputSchema": copy.deepcopy(self.input_schema),
-            "annotations": {"title": self.title, **READ_ONLY},
+            "annotations": self.annotations(),
         }
 
 
@@ -268,8 +303,188 @@ TOOLS: Final[tuple[ToolSpec, ...]] = (
     ),
 )
 
-_BY_NAME: Final = {tool.name: tool for tool in TOOLS}
-_BY_OP: Final = {tool.op: tool for tool in TOOLS}
+#: A target for a mutation: the read target without firstMatch, described briefly (the catalogue's size
+#: is paid in every prompt).
+MUTATION_TARGET: Final = {
+    "type": "object",
+    "description": "As in code_navigate: a symbol by name or candidate id (it must be unique), or a line "
+    "with matchText or column.",
+    "properties": {
+        "path": {"type": "string", "minLength": 1, "description": "File path, as in code_navigate."},
+        "rootId": {"type": "string", "minLength": 1},
+        "symbol": {"type": "string", "minLength": 1, "description": "'name', 'Container.member' or an id."},
+        "kind": {"type": "string", "minLength": 1},
+        "line": {"type": "integer", "minimum": 1},
+        "column": {"type": "integer", "minimum": 1},
+        "matchText": {"type": "string", "minLength": 1},
+    },
+    "required": ["path"],
+    "additionalProperties": False,
+}
+
+_TRANSACTION: Final = {
+    "transactionId": {
+        "type": "string",
+        "minLength": 1,
+        "description": "Second step of a change that answered needsApproval: send only transactionId "
+        "and approve.",
+    },
+    "approve": {"type": "boolean", "description": "With transactionId: true applies, false discards."},
+}
+_APPROVAL_NOTE: Final = (
+    " Shows a preview and asks for approval (or answers needsApproval with a transactionId); the result "
+    "carries a receipt with post-edit diagnostics."
+)
+
+
+def _mutation(properties: dict[str, Any], required: list[str]) -> dict[str, Any]:
+    return _object({**properties, **copy.deepcopy(_TRANSACTION)}, required)
+
+
+def _line(description: str) -> dict[str, Any]:
+    return {"type": "integer", "minimum": 1, "description": description}
+
+
+_TEXT: Final = {"type": "string", "description": "The new text."}
+
+MUTATING_TOOLS: Final[tuple[ToolSpec, ...]] = (
+    ToolSpec(
+        "code_rename",
+        "rename",
+        "Rename Symbol",
+        "Rename a symbol everywhere it is used, as the language server sees it (prepareRename checks the "
+        "position first; a refusal is returned as the server gave it)." + _APPROVAL_NOTE,
+        _mutation(
+            {
+                "target": copy.deepcopy(MUTATION_TARGET),
+                "newName": {"type": "string", "minLength": 1, "description": "The new name."},
+            },
+            ["target", "newName"],
+        ),
+        read_only=False,
+        destructive=True,
+    ),
+    ToolSpec(
+        "code_actions",
+        "actions",
+        "Code Action",
+        "List the server's quick fixes and refactorings for lines of a file (each with an actionId bound "
+        "to the file's version), or apply one by actionId or exact title." + _APPROVAL_NOTE,
+        _mutation(
+            {
+                "path": _path(),
+                "rootId": _ROOT_ID,
+                "line": _line("First line (1-based)."),
+                "endLine": _line("Last line (1-based, inclusive); defaults to line."),
+                "only": {
+                    "type": "string",
+                    "minLength": 1,
+                    "description": "Action kind prefix: quickfix, refactor, source.organizeImports, ...",
+                },
+                "apply": {
+                    "type": "string",
+                    "minLength": 1,
+                    "description": "An actionId from a listing (preferred), or an action's exact title.",
+                },
+            },
+            ["path", "line"],
+        ),
+        read_only=False,
+        destructive=True,
+    ),
+    ToolSpec(
+        "code_format",
+        "format",
+        "Format",
+        "Format a file, or a line range of it, with the language server's formatter." + _APPROVAL_NOTE,
+        _mutation(
+            {
+                "path": _path(),
+                "rootId": _ROOT_ID,
+                "range": {
+                    "type": "object",
+                    "description": "Lines to format (1-based, inclusive); the whole file when omitted.",
+                    "properties": {"startLine": _line("First line."), "endLine": _line("Last line.")},
+                    "required": ["startLine", "endLine"],
+                    "additionalProperties": False,
+                },
+            },
+            ["path"],
+        ),
+        read_only=False,
+        idempotent=True,
+    ),
+    ToolSpec(
+        "code_insert",
+        "insert",
+        "Insert",
+        "Insert text relative to a symbol or line: before/after insert whole lines above its first or "
+        "below its last line; start/end insert exactly at the start or end of the symbol's range (or the "
+        "line's text)." + _APPROVAL_NOTE,
+        _mutation(
+            {
+                "target": copy.deepcopy(MUTATION_TARGET),
+                "position": {"type": "string", "enum": list(INSERT_POSITIONS), "description": "Where."},
+                "text": {**_TEXT, "minLength": 1, "description": "The text to insert."},
+            },
+            ["target", "position", "text"],
+        ),
+        read_only=False,
+    ),
+    ToolSpec(
+        "code_replace",
+        "replace",
+        "Replace",
+        "Replace a symbol's whole range as the server reports it (declaration included; no body-only "
+        "semantics), or the lines target.line..endLine, or the matchText on target.line, with text. "
+        "Made against the file's current version: a file changed before approval is a conflict."
+        + _APPROVAL_NOTE,
+        _mutation(
+            {
+                "target": copy.deepcopy(MUTATION_TARGET),
+                "text": copy.deepcopy(_TEXT),
+                "endLine": _line("Last line (1-based, inclusive) of a line range starting at target.line."),
+            },
+            ["target", "text"],
+        ),
+        read_only=False,
+        destructive=True,
+    ),
+    ToolSpec(
+        "code_replace_batch",
+        "replace_batch",
+        "Replace Batch",
+        "Several code_replace edits as one atomic change: every target is resolved first, overlapping "
+        "targets are refused, and the result lists each target's location." + _APPROVAL_NOTE,
+        _mutation(
+            {
+                "edits": {
+                    "type": "array",
+                    "minItems": 1,
+                    "maxItems": MAX_BATCH,
+                    "description": f"The replacements (1-{MAX_BATCH}), each as code_replace takes them.",
+                    "items": _object(
+                        {
+                            "target": copy.deepcopy(MUTATION_TARGET),
+                            "text": copy.deepcopy(_TEXT),
+                            "endLine": _line("Last line of a line range starting at target.line."),
+                        },
+                        ["target", "text"],
+                    ),
+                }
+            },
+            ["edits"],
+        ),
+        read_only=False,
+        destructive=True,
+    ),
+)
+
+#: Every tool, reads first (the order clients list them in).
+ALL_TOOLS: Final[tuple[ToolSpec, ...]] = TOOLS + MUTATING_TOOLS
+
+_BY_NAME: Final = {tool.name: tool for tool in ALL_TOOLS}
+_BY_OP: Final = {tool.op: tool for tool in ALL_TOOLS}
 
 
 def tool_by_name(name: str) -> ToolSpec | None:

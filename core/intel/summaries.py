@@ -2,7 +2,8 @@
 
 ``12 references · 4 files``, ``3 definitions · 1 file (100 of 449 shown)``, ``2 errors, 1 warning``. An
 empty result that carries a ``notice`` (B8.10: a missing server) shows the notice instead of a bare
-"no results" (B9.5).
+"no results" (B9.5). Mutations say what happened to the change: ``renamed → total · 3 files``,
+``needs approval: 4 edits in 2 files``, ``no changes``, ``3 code actions``.
 """
 
 from __future__ import annotations
@@ -11,6 +12,10 @@ from collections.abc import Mapping
 from typing import Any, Final
 
 __all__ = ["plural", "summarize"]
+
+_MUTATING: Final = frozenset(
+    {"code_rename", "code_actions", "code_format", "code_insert", "code_replace", "code_replace_batch"}
+)
 
 #: code_navigate kinds as nouns.
 _NAVIGATE_NOUNS: Final = {
@@ -54,8 +59,51 @@ def _first_line(text: str) -> str:
     return line if len(line) <= _MAX_LINE else line[: _MAX_LINE - 1] + "…"
 
 
+def _mapping(value: Any) -> Mapping[str, Any]:
+    return value if isinstance(value, Mapping) else {}
+
+
+def _change_size(result: Mapping[str, Any]) -> str:
+    """``4 edits in 2 files`` from the result, its preview or its receipt (whichever says)."""
+    preview, receipt = _mapping(result.get("preview")), _mapping(result.get("receipt"))
+    edits = result.get("edits", preview.get("edits", receipt.get("textEdits")))
+    files = result.get("files", preview.get("files"))
+    if not isinstance(files, int):
+        touched = receipt.get("touched")
+        files = len(touched) if isinstance(touched, list) else None
+    if not isinstance(edits, int):
+        return "the change"
+    where = f" in {plural(files, 'file')}" if isinstance(files, int) else ""
+    return plural(edits, "edit") + where
+
+
+def _mutation_summary(tool: str, result: Mapping[str, Any]) -> str:
+    if result.get("needsApproval"):
+        return f"needs approval: {_change_size(result)}"
+    status = result.get("status")
+    if isinstance(status, str) and status not in ("applied", "ok"):
+        message = result.get("message") or result.get("notice") or ""
+        return f"{status}: {_first_line(str(message))}" if message else status
+    if tool == "code_actions" and "actions" in result and "applied" not in result:
+        actions = result.get("actions")
+        count = len(actions) if isinstance(actions, list) else 0
+        notice = result.get("notice")
+        return plural(count, "code action") if count or not notice else _first_line(str(notice))
+    if result.get("changed") is False or result.get("edits") == 0:
+        return "no changes"
+    if result.get("declined") or result.get("discarded"):
+        return "discarded: nothing was changed"
+    if tool == "code_rename" and result.get("newName"):
+        files = result.get("files")
+        where = f" · {plural(files, 'file')}" if isinstance(files, int) else ""
+        return f"renamed → {result['newName']}{where}"
+    return f"applied {_change_size(result)}"
+
+
 def summarize(tool: str, result: Mapping[str, Any]) -> str:
     """The one-line summary of ``result`` from ``tool``."""
+    if tool in _MUTATING and result.get("ok", False):
+        return _mutation_summary(tool, result)
     if not result.get("ok", False):
         if result.get("ambiguous"):
             candidates = result.get("candidates") or []

@@ -18,7 +18,19 @@ __all__ = ["KEYWORDS", "check_schema", "validate"]
 
 #: Keywords :func:`validate` enforces, and annotations it reads but does not enforce.
 KEYWORDS: Final = frozenset(
-    {"type", "properties", "required", "additionalProperties", "enum", "minimum", "maximum", "minLength"}
+    {
+        "type",
+        "properties",
+        "required",
+        "additionalProperties",
+        "enum",
+        "minimum",
+        "maximum",
+        "minLength",
+        "items",
+        "minItems",
+        "maxItems",
+    }
 )
 ANNOTATIONS: Final = frozenset({"description", "default", "title"})
 
@@ -111,6 +123,15 @@ def validate(schema: Mapping[str, Any], value: Any, path: str = "") -> list[str]
                 problems.append(f"{where} must be at least {low}, got {_shown(value)}")
             else:
                 problems.append(f"{where} must be at most {high}, got {_shown(value)}")
+    if isinstance(value, list):
+        low, high = schema.get("minItems"), schema.get("maxItems")
+        if low is not None and len(value) < low:
+            problems.append(f"{where} needs at least {low} item{'s' if low != 1 else ''}, got {len(value)}")
+        if high is not None and len(value) > high:
+            problems.append(f"{where} takes at most {high} items, got {len(value)}")
+        if "items" in schema:
+            for index, item in enumerate(value):
+                problems += validate(schema["items"], item, f"{path or 'arguments'}[{index}]")
     if isinstance(value, dict):
         properties: Mapping[str, Any] = schema.get("properties", {})
         for key in schema.get("required", []):
@@ -144,3 +165,5 @@ def check_schema(schema: Mapping[str, Any], path: str = "schema") -> None:
             raise ValueError(f"{path}: additionalProperties must be false")
     for name, sub in schema.get("properties", {}).items():
         check_schema(sub, f"{path}.{name}")
+    if "items" in schema:
+        check_schema(schema["items"], f"{path}[]")

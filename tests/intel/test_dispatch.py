@@ -335,8 +335,8 @@ def test_disabled_tools_are_neither_listed_nor_callable() -> None:
     result = call(dispatcher, "inlay_hints", {"path": "a.py"})
     assert result["ok"] is False and "disabled by the lsp_disabled_tools setting" in result["error"]
     assert recorder.calls == []
-    with pytest.raises(ValueError, match="unknown tools \\['code_format'\\]"):
-        Dispatcher(recorder, disabled=["code_format"])
+    with pytest.raises(ValueError, match="unknown tools \\['code_frobnicate'\\]"):
+        Dispatcher(recorder, disabled=["code_frobnicate"])
 
 
 def test_unknown_ops_list_the_tools() -> None:
