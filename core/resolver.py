@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
+from kandev_lsp import codes
 from kandev_lsp.errors import UnknownLanguageError
 from kandev_lsp.executables import IN_WORKSPACE, WorkspaceGate
 from kandev_lsp.fileprobe import FileProbe, LocalFileProbe, ProbeStatus
@@ -61,23 +62,18 @@ class Resolution:
     installable: bool = False
     trail: tuple[ExplainStep, ...] = field(default=(), repr=False)
 
-    # The codes belong to the front ends (issue 8 "One lifecycle"): the stream's close codes to
-    # ``stream/contract.py``, ``resolve``'s exit codes to ``cli/resolve.py``. These delegate for the
-    # ``resolve --json`` contract; both modules are import-light (no asyncio, no websockets).
+    # The numbers are the front ends' (close codes: the stream's; exit codes: ``resolve``'s), kept in
+    # the import-free :mod:`kandev_lsp.codes` so that ``resolve --json`` reports them without importing
+    # either front end (issue 7 item 26).
     @property
     def close_code(self) -> int | None:
         """The stream close code for a missing server (4001 / 4007), None when found or unknown."""
-        from kandev_lsp.stream.contract import MISSING_CLOSE_CODES
-
-        code = MISSING_CLOSE_CODES.get(self.reason) if self.reason else None
-        return int(code) if code is not None else None
+        return codes.missing_close_code(self.reason)
 
     @property
     def exit_code(self) -> int:
         """``kandev-lsp resolve``'s exit code (0 found, 10-13 missing)."""
-        from kandev_lsp.cli.resolve import resolve_exit_code
-
-        return resolve_exit_code(self.reason)
+        return codes.resolve_exit_code(self.reason)
 
     def to_json(self, *, explain: bool = False) -> dict[str, Any]:
         """The versioned JSON contract of ``kandev-lsp resolve --json``."""

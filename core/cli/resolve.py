@@ -1,4 +1,8 @@
-"""``kandev-lsp resolve LANG``: the resolver for agentctl and people (contract: docs/resolve-contract.md)."""
+"""``kandev-lsp resolve LANG``: the resolver for agentctl and people (contract: docs/resolve-contract.md).
+
+Its exit codes (0 found, 10-13 missing) are :data:`kandev_lsp.codes.RESOLVE_EXIT_CODES`, read by
+:attr:`kandev_lsp.resolver.Resolution.exit_code`.
+"""
 
 from __future__ import annotations
 
@@ -6,21 +10,6 @@ import argparse
 import sys
 
 from kandev_lsp.cli.common import add_task_arguments, load_plugins, print_json, task_from_args
-
-#: Exit codes of ``kandev-lsp resolve`` (documented in docs/resolve-contract.md), keyed by
-#: :class:`kandev_lsp.resolver.MissingReason` values; ``run`` exits with the same for a missing server.
-EXIT_FOUND = 0
-EXIT_CODES: dict[str, int] = {
-    "installable_not_requested": 10,
-    "no_installer": 11,
-    "cache_unavailable": 12,
-    "unsupported_language": 13,
-}
-
-
-def resolve_exit_code(reason: str | None) -> int:
-    """The exit code for a resolution missing for ``reason`` (None: found)."""
-    return EXIT_CODES[reason] if reason else EXIT_FOUND
 
 
 def add_resolve_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

@@ -128,13 +128,13 @@ def launch_exit_code(failure: str) -> int:
     """``run``'s exit status when no server could be had (a :class:`~kandev_lsp.lifecycle.LaunchFailure`):
     as ``resolve`` for a missing server (10-13), 20 install failed, 21 start failed, 0 install cancelled
     (the editor left)."""
-    from kandev_lsp.cli.resolve import EXIT_CODES
+    from kandev_lsp.codes import RESOLVE_EXIT_CODES
 
     return {
         "install_failed": EXIT_INSTALL_FAILED,
         "start_failed": EXIT_START_FAILED,
         "install_cancelled": 0,
-    }.get(failure) or EXIT_CODES[failure]
+    }.get(failure) or RESOLVE_EXIT_CODES[failure]
 
 
 #: The signals that stop ``run`` (after the server tree is stopped): Ctrl-C, ``kill``, and a hangup

@@ -13,6 +13,8 @@ from enum import IntEnum
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
+from kandev_lsp import codes
+
 ROUTE = "/api/v1/lsp/stream"
 
 #: ``autoInstall`` values; anything else is a 400, so a typo never silently means "no".
@@ -28,17 +30,17 @@ class CloseCode(IntEnum):
     """
 
     NORMAL = 1000  # the client closed; or the server exited after the client's shutdown + exit
-    GOING_AWAY = 1001  # install cancelled by the client, or `serve` shutting down (teardown)
+    GOING_AWAY = codes.CLOSE_GOING_AWAY  # install cancelled by the client, or `serve`'s teardown
     PROTOCOL_ERROR = 1002  # a malformed WebSocket frame (sent by the WebSocket layer itself)
     INVALID_DATA = 1007  # a client message that is not UTF-8 (RFC 6455 section 8.1)
     MESSAGE_TOO_BIG = 1009  # a message over the size limit, in either direction
-    INSTALLABLE_NOT_REQUESTED = 4001
-    INSTALL_FAILED = 4003
+    INSTALLABLE_NOT_REQUESTED = codes.CLOSE_INSTALLABLE_NOT_REQUESTED
+    INSTALL_FAILED = codes.CLOSE_INSTALL_FAILED
     #: The server is gone: it exited unexpectedly, closed or corrupted its output, stopped reading its
     #: input, or was stopped because the client stopped reading (reason "client too slow").
     SERVER_FAILED = 4006
-    NO_INSTALLER = 4007
-    START_FAILED = 4008
+    NO_INSTALLER = codes.CLOSE_NO_INSTALLER
+    START_FAILED = codes.CLOSE_START_FAILED
     #: Reserved, never sent by ``serve``: the transport or broker failed while the server may still run
     #: (K9.12). A broker in front of ``serve`` uses it as specified.
     TRANSPORT_FAILED = 4009
@@ -59,24 +61,15 @@ CLOSE_REASONS: Mapping[int, str] = {
     CloseCode.TRANSPORT_FAILED: "transport failed",
 }
 #: The close code for each way no server could be had (keyed by :class:`kandev_lsp.lifecycle.LaunchFailure`
-#: values, so this module stays import-light). An unknown language is answered 400 before the upgrade;
-#: one that slips through (a plugin unloaded meanwhile) is "unavailable here" (4007).
+#: values; the numbers live in :mod:`kandev_lsp.codes`, which ``resolve --json`` reads without this module).
 LAUNCH_CLOSE_CODES: Mapping[str, CloseCode] = {
-    "installable_not_requested": CloseCode.INSTALLABLE_NOT_REQUESTED,
-    "no_installer": CloseCode.NO_INSTALLER,
-    "cache_unavailable": CloseCode.NO_INSTALLER,
-    "unsupported_language": CloseCode.NO_INSTALLER,
-    "install_failed": CloseCode.INSTALL_FAILED,
-    "install_cancelled": CloseCode.GOING_AWAY,
-    "start_failed": CloseCode.START_FAILED,
+    failure: CloseCode(code) for failure, code in codes.LAUNCH_CLOSE_CODES.items()
 }
 
 #: The close code ``kandev-lsp resolve --json`` reports as ``closeCode`` for each missing reason
 #: (:class:`kandev_lsp.resolver.MissingReason` values); an unknown language has none.
 MISSING_CLOSE_CODES: Mapping[str, CloseCode] = {
-    "installable_not_requested": CloseCode.INSTALLABLE_NOT_REQUESTED,
-    "no_installer": CloseCode.NO_INSTALLER,
-    "cache_unavailable": CloseCode.NO_INSTALLER,
+    reason: CloseCode(code) for reason, code in codes.MISSING_CLOSE_CODES.items()
 }
 
 

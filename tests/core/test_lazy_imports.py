@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import subprocess
 import sys
 import threading
@@ -71,3 +72,29 @@ def test_run_starts_the_server_before_it_imports_asyncio(tmp_path: Path) -> None
     first = done.stderr.decode().splitlines()[0]
     assert first == "spawn /usr/bin/gopls asyncio=False", done.stderr.decode()
     assert done.returncode == 0, done.stderr.decode()
+
+
+def _modules_after(argv: list[str], names: tuple[str, ...]) -> list[str]:
+    """Which of ``names`` a fresh interpreter has imported after running ``kandev-lsp *argv``."""
+    probe = (
+        "import contextlib, io, sys\n"
+        "from kandev_lsp.cli import main\n"
+        "with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):\n"
+        f"    main({argv!r})\n"
+        f"print(sorted(m for m in {names!r} if m in sys.modules))"
+    )
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout
+    return list(ast.literal_eval(out.strip()))
+
+
+def test_resolve_json_imports_neither_front_end() -> None:
+    """``resolve --json`` reports the close code a missing server would get: the number comes from
+    :mod:`kandev_lsp.codes`, not from the stream's contract (which brought urllib.parse and the stream
+    package onto every resolve) nor from another command's module (issue 7 item 26)."""
+    front_ends = (
+        "kandev_lsp.stream",
+        "kandev_lsp.stream.contract",
+        "kandev_lsp.cli.run",
+        "kandev_lsp.lifecycle",
+    )
+    assert _modules_after(["resolve", "typescript", "--json"], front_ends) == []
