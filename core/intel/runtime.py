@@ -28,11 +28,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import fnmatch
 import hashlib
 import logging
 import os
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Final
 
@@ -77,6 +78,17 @@ TOOL_INITIALIZATION_OPTIONS: Final[Mapping[str, Mapping[str, Any]]] = {
     },
 }
 _WATCHED: Final = "workspace/didChangeWatchedFiles"
+#: Client capabilities offered with an edit applier: resource operations and file-operation notices.
+_EDIT_CAPABILITIES: Final = {
+    "workspace": {
+        "workspaceEdit": {
+            "documentChanges": True,
+            "resourceOperations": ["create", "rename", "delete"],
+            "failureHandling": "transactional",
+        },
+        "fileOperations": {"didCreate": True, "didRename": True, "didDelete": True},
+    }
+}
 _CHANGED: Final = 2
 
 
@@ -126,6 +138,50 @@ def _merge(base: Mapping[str, Any] | None, extra: Mapping[str, Any]) -> dict[str
             _merge(current, value) if isinstance(current, Mapping) and isinstance(value, Mapping) else value
         )
     return merged
+
+
+#: Answers a server's ``workspace/applyEdit`` (the mutation coordinator installs one, B6.23).
+EditApplier = Callable[["ManagedServer", Mapping[str, Any]], Awaitable[dict[str, Any]]]
+_FILE_OPERATIONS: Final = {"create": "didCreate", "rename": "didRename", "delete": "didDelete"}
+
+
+def save_options(capabilities: Mapping[str, Any]) -> tuple[bool, bool]:
+    """``(send didSave, include the text)`` from the server's ``textDocumentSync.save`` (K2.7, B3.7)."""
+    sync = capabilities.get("textDocumentSync")
+    save = sync.get("save") if isinstance(sync, Mapping) else None
+    if isinstance(save, Mapping):
+        return True, bool(save.get("includeText"))
+    return bool(save), False
+
+
+def _brace_globs(glob: str) -> list[str]:
+    """``**/*.{ts,js}`` as ``["**/*.ts", "**/*.js"]`` (one brace group level, what servers register)."""
+    start = glob.find("{")
+    end = glob.find("}", start)
+    if start < 0 or end < 0:
+        return [glob]
+    return [glob[:start] + choice + glob[end + 1 :] for choice in glob[start + 1 : end].split(",")]
+
+
+def file_operation_wanted(options: Any, path: str, is_folder: bool) -> bool:
+    """Whether ``FileOperationRegistrationOptions`` (its ``filters``) cover ``path``."""
+    filters = options.get("filters") if isinstance(options, Mapping) else None
+    if not isinstance(filters, list):
+        return False
+    for item in filters:
+        pattern = item.get("pattern") if isinstance(item, Mapping) else None
+        if not isinstance(pattern, Mapping) or item.get("scheme", "file") != "file":
+            continue
+        matches = pattern.get("matches")
+        if (matches == "file" and is_folder) or (matches == "folder" and not is_folder):
+            continue
+        folded = (pattern.get("options") or {}).get("ignoreCase") is True
+        subject = path.lower() if folded else path
+        for glob in _brace_globs(str(pattern.get("glob", ""))):
+            glob = glob.lower() if folded else glob
+            if fnmatch.fnmatchcase(subject, glob) or fnmatch.fnmatchcase(subject, "*/" + glob.lstrip("*/")):
+                return True
+    return False
 
 
 @dataclass
@@ -283,6 +339,57 @@ class ManagedServer:
             s.document.file.absolute: s.document for s in self.documents.values() if s.document is not None
         }
 
+    # -- telling the server about applied edits (issue 11, B3.7, B6.23) --------------------------------
+    async def notify_saved(self, file: WorkspaceFile) -> bool:
+        """``didSave`` for an open document when the server's ``textDocumentSync.save`` asks for it."""
+        wanted, include_text = save_options(self.capabilities)
+        synced = self.documents.get(file.uri)
+        if not wanted or synced is None or synced.document is None:
+            return False
+        params: dict[str, Any] = {"textDocument": {"uri": file.uri}}
+        if include_text:
+            params["text"] = synced.document.text
+        await self.client.notify("textDocument/didSave", params)
+        return True
+
+    def file_operation_options(self, kind: str) -> list[Any]:
+        """The server's ``workspace.fileOperations.<did*>`` options, static and registered."""
+        key = _FILE_OPERATIONS[kind]
+        static = ((self.capabilities.get("workspace") or {}).get("fileOperations") or {}).get(key)
+        found = [static] if isinstance(static, Mapping) else []
+        method = f"workspace/{key}Files"
+        return found + [reg.register_options for reg in self.client.endpoint.registrations.for_method(method)]
+
+    async def notify_file_operation(
+        self, kind: str, file: WorkspaceFile, new_file: WorkspaceFile | None = None
+    ) -> bool:
+        """``workspace/didCreateFiles`` / ``didRenameFiles`` / ``didDeleteFiles`` where the server asked
+        for them (its filters cover the path); the old URI's document is closed first."""
+        if kind in ("rename", "delete"):
+            await self.forget(file)
+        target = new_file.absolute if new_file is not None else file.absolute
+        folder = os.path.isdir(target)
+        if not any(
+            file_operation_wanted(options, path, folder)
+            for options in self.file_operation_options(kind)
+            for path in (file.absolute, target)
+        ):
+            return False
+        entry: dict[str, str] = (
+            {"oldUri": file.uri, "newUri": new_file.uri} if new_file is not None else {"uri": file.uri}
+        )
+        await self.client.notify(f"workspace/{_FILE_OPERATIONS[kind]}Files", {"files": [entry]})
+        return True
+
+    async def forget(self, file: WorkspaceFile) -> None:
+        """``didClose`` a document whose file was renamed away or deleted; forget it was seen."""
+        async with self._lock:
+            self.seen.pop(file.uri, None)
+            if self.documents.pop(file.uri, None) is not None and self.client.endpoint.documents.close(
+                file.uri
+            ):
+                await self.client.notify("textDocument/didClose", {"textDocument": {"uri": file.uri}})
+
     async def stop(self) -> None:
         """``shutdown``, ``exit``, then stop the process tree (K16.2)."""
         with contextlib.suppress(Exception):
@@ -317,6 +424,9 @@ class ServerPool:
         self.max_servers = max_servers
         self.idle_timeout = idle_timeout
         self.install = install
+        #: Answers servers' ``workspace/applyEdit`` (the mutation coordinator's); None refuses them. Set it
+        #: before servers start: only then is ``workspace.applyEdit`` offered to them.
+        self.edit_applier: EditApplier | None = None
         self._servers: dict[tuple[str, str], ManagedServer] = {}
         self._starting: dict[tuple[str, str], asyncio.Task[ManagedServer]] = {}
         self._reaper: asyncio.Task[None] | None = None
@@ -454,7 +564,13 @@ class ServerPool:
         client.endpoint.configuration = configuration_handler(
             ConfigurationAnswerer(self.plugins, spec), lambda: settings
         )
-        capabilities = merge_capabilities(base_client_capabilities(), self.plugins.client_capabilities(spec))
+        capabilities = merge_capabilities(
+            base_client_capabilities(apply_edit=self.edit_applier is not None),
+            self.plugins.client_capabilities(spec),
+        )
+        if self.edit_applier is not None:
+            capabilities = merge_capabilities(capabilities, _EDIT_CAPABILITIES)
+            client.handle("workspace/applyEdit", lambda params: self._apply_edit(spec.id, project_root, params))
         options = self.plugins.initialization_options(spec, settings)
         extra = TOOL_INITIALIZATION_OPTIONS.get(spec.id)
         if extra is not None:
@@ -498,6 +614,14 @@ class ServerPool:
         )
         self._ensure_reaper()
         return server
+
+    async def _apply_edit(self, language: str, project_root: str, params: Any) -> dict[str, Any]:
+        """A server's ``workspace/applyEdit``, handed to :attr:`edit_applier`."""
+        server = self._servers.get((project_root, language))
+        edit = params.get("edit") if isinstance(params, Mapping) else None
+        if self.edit_applier is None or server is None or not isinstance(edit, Mapping):
+            return {"applied": False, "failureReason": "kandev-lsp has no edit applier for this server"}
+        return await self.edit_applier(server, edit)
 
     async def _make_room(self) -> None:
         while len(self._servers) + len(self._starting) > self.max_servers:

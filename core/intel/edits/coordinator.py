@@ -1,0 +1,583 @@
+"""The mutation coordinator: one per workspace, every mutation through one queue (B7.1-B7.5, B3.6-B3.7).
+
+A mutating tool hands :meth:`MutationCoordinator.mutate` its target files and a *producer* (an async
+callable that asks the server for the edit: rename, code action, formatting ...). Under the workspace's
+one lock the coordinator then:
+
+1. runs the producer and validates its ``WorkspaceEdit`` into an :class:`~kandev_lsp.intel.edits.plan.EditPlan`
+   (every URI inside an open root, ranges inside the documents: room A's applier, B3.1, B8.11);
+2. previews it and decides approval (B2.4, B7.4): ``autoApprove`` applies at once unless the plan needs
+   an explicit yes (resource operations, commands, an incomplete diff); a host that can ask its user
+   (``ctx.elicit``, MCP elicitation) is asked with the preview; otherwise the mutation is *parked* as a
+   transaction and the result carries ``needsApproval`` + ``transactionId``;
+3. on approval (now, or in :meth:`approve`), revalidates the bound document versions and the digests of
+   the files the preview was made from (B3.6): a file edited since is a conflict, nothing is written;
+4. takes the diagnostics baseline of the touched files, commits atomically (room A), tells the servers
+   (``didChange`` through the pool's sync path, ``didSave`` where ``textDocumentSync.save`` asks,
+   ``workspace/did{Create,Rename,Delete}Files`` where registered), runs the commands
+   (``workspace/executeCommand``) with the server's own ``workspace/applyEdit`` requests going through
+   the same applier (:meth:`apply_server_edit`, B6.23), and collects post-edit diagnostics (B7.3);
+5. answers with a receipt (B7.5), whatever the outcome: rejected, declined, conflict, failed, uncertain.
+
+Read tools never take the lock (B7.2): only mutations queue behind each other.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import logging
+import os
+import time
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Final
+
+from kandev_lsp.intel.edits.commit import CommitOutcome, commit, disk_text
+from kandev_lsp.intel.edits.plan import EditPlan, plan_edit
+from kandev_lsp.intel.edits.preview import approval_for, preview
+from kandev_lsp.intel.edits.receipts import SaveState, diagnostics_delta, receipt, resource_entry
+from kandev_lsp.intel.edits.transactions import PendingMutation, TransactionError, TransactionStore
+from kandev_lsp.intel.errors import IntelError
+from kandev_lsp.intel.executor import Deadline, ProviderUnavailable
+from kandev_lsp.intel.problems import file_problems
+from kandev_lsp.intel.runtime import ManagedServer, ServerMissing, ServerPool
+from kandev_lsp.intel.workspace import Workspace, WorkspaceFile
+from kandev_lsp.lsp.errors import LspError
+from kandev_lsp.lsp.positions import PositionEncoding
+from kandev_lsp.session import log_event
+
+if TYPE_CHECKING:
+    from kandev_lsp.intel.dispatch import IntelContext
+    from kandev_lsp.intel.tools import LspReadTools
+
+__all__ = ["MAX_DIAGNOSTIC_FILES", "MutationCoordinator", "ProducedEdit"]
+
+_log = logging.getLogger("kandev_lsp.intel")
+
+#: Touched files whose diagnostics a receipt compares at most (a rename across a large project).
+MAX_DIAGNOSTIC_FILES: Final = 40
+#: Seconds a command (``workspace/executeCommand``) may take at least, whatever is left of the deadline.
+MIN_COMMAND_TIMEOUT: Final = 5.0
+#: Seconds after a command's answer during which its server's ``workspace/applyEdit`` is still its own.
+COMMAND_GRACE: Final = 0.3
+_EXECUTE: Final = "workspace/executeCommand"
+
+
+@dataclass(frozen=True, slots=True)
+class ProducedEdit:
+    """What a tool's producer hands the coordinator.
+
+    :param edit: an LSP ``WorkspaceEdit`` (``{}`` when only a command runs).
+    :param commands: LSP ``Command`` values to run after the edit (code actions).
+    :param result: the tool's own result fields (``newName``, ``locations`` ...), merged into the answer.
+    :param incomplete_diff: the preview cannot show everything (commands): explicit approval (B6.22).
+    :param bound: URI -> the document version the edit was made against (revalidated before apply).
+    """
+
+    edit: Mapping[str, Any]
+    commands: tuple[Mapping[str, Any], ...] = ()
+    result: Mapping[str, Any] = field(default_factory=dict)
+    incomplete_diff: bool = False
+    bound: Mapping[str, int | None] = field(default_factory=dict)
+
+
+@dataclass(slots=True)
+class _CommandRun:
+    """A command running under an approval: what the server's ``workspace/applyEdit`` requests did."""
+
+    server: ManagedServer
+    text_edits: int = 0
+    files: dict[str, WorkspaceFile] = field(default_factory=dict)
+    resources: list[dict[str, Any]] = field(default_factory=list)
+    refused: list[str] = field(default_factory=list)
+    saved: SaveState = "saved"
+    #: Server edits being applied now, and when the last one started (monotonic seconds).
+    busy: int = 0
+    last_activity: float = 0.0
+
+    async def settle(self, grace: float) -> None:
+        """Wait until no server edit is being applied and none started for ``grace`` seconds: servers
+        send ``workspace/applyEdit`` around their ``executeCommand`` answer, pyright right after it."""
+        quiet_since = time.monotonic()
+        while True:
+            now = time.monotonic()
+            if self.busy == 0 and now - max(quiet_since, self.last_activity) >= grace:
+                return
+            await asyncio.sleep(0.02)
+
+
+def _digest(path: str) -> str | None:
+    try:
+        with open(path, "rb") as handle:
+            return hashlib.sha256(handle.read()).hexdigest()
+    except OSError:
+        return None
+
+
+def _under(path: str, folder: str) -> bool:
+    return path == folder or path.startswith(folder.rstrip(os.sep) + os.sep)
+
+
+class MutationCoordinator:
+    """The mutation queue of one workspace (see the module docstring).
+
+    :param transactions: where parked mutations wait (a fresh store by default).
+    :param reader: the read tools whose diagnostics collection the receipts reuse (built from ``pool``
+        by default).
+    """
+
+    def __init__(
+        self,
+        workspace: Workspace,
+        pool: ServerPool,
+        *,
+        transactions: TransactionStore | None = None,
+        reader: LspReadTools | None = None,
+    ) -> None:
+        if reader is None:
+            from kandev_lsp.intel.tools import LspReadTools
+
+            reader = LspReadTools(pool)
+        self.workspace = workspace
+        self.pool = pool
+        self.transactions = transactions if transactions is not None else TransactionStore()
+        self._reader = reader
+        self._lock = asyncio.Lock()
+        self._command: _CommandRun | None = None
+        # Servers started from now on offer workspace.applyEdit and send it here (B6.23).
+        pool.edit_applier = self.apply_server_edit
+
+    # -- the two entry points ------------------------------------------------------------------------------
+    async def mutate(
+        self,
+        tool: str,
+        files: Sequence[WorkspaceFile],
+        produce: Callable[[Deadline], Awaitable[ProducedEdit]],
+        ctx: IntelContext,
+    ) -> dict[str, Any]:
+        """Produce, preview, approve (or park), apply: the result always carries ``receipt``."""
+        deadline = Deadline(ctx.deadline)
+        started = time.monotonic()
+        targets = tuple(files)
+        async with self._lock:
+            try:
+                produced = await produce(deadline)
+                server = await self._server_of(targets, deadline)
+                encoding = server.encoding if server is not None else PositionEncoding.UTF16
+                plan = await asyncio.to_thread(self._plan, produced.edit, encoding)
+                approval = approval_for(plan, commands=len(produced.commands))
+                view = preview(plan)
+            except IntelError as error:
+                return self._finish(tool, started, self._rejected(error.to_result(), targets))
+            except (ProviderUnavailable, ServerMissing, LspError, ConnectionError) as error:
+                return self._finish(tool, started, self._rejected(_unavailable(error), targets))
+            if not plan.files and not plan.resources and not produced.commands:
+                result = {
+                    **produced.result,
+                    "ok": True,
+                    "changed": False,
+                    "receipt": receipt(outcome="unchanged"),
+                }
+                return self._finish(tool, started, result)
+            required = approval.required or produced.incomplete_diff or bool(produced.commands)
+            reasons = list(approval.reasons)
+            if produced.incomplete_diff and not any("command" in reason for reason in reasons):
+                reasons.append("the preview cannot show everything the change does (it runs a command)")
+            bound = dict(produced.bound)
+            for item in plan.files:
+                if item.version is not None:
+                    bound[item.file.uri] = item.version
+            pending = PendingMutation(
+                tool=tool,
+                plan=plan,
+                digests=plan.digests(),
+                bound=bound,
+                files=targets,
+                commands=tuple(produced.commands),
+                result=dict(produced.result),
+                preview=view,
+                reasons=tuple(reasons),
+                continuable=not required,
+            )
+            if ctx.auto_approve and not required:
+                return self._finish(tool, started, await self._apply(pending, ctx, deadline))
+            elicit = getattr(ctx, "elicit", None)
+            if elicit is not None:
+                answer = await elicit(self._question(tool, pending), view)
+                if answer is True:
+                    return self._finish(
+                        tool, started, await self._apply(pending, ctx, Deadline(ctx.deadline))
+                    )
+                if answer is False:
+                    return self._finish(tool, started, self._declined(pending, None))
+            transaction_id = self.transactions.put(pending)
+            parked = {
+                **pending.result,
+                "ok": True,
+                "needsApproval": True,
+                "transactionId": transaction_id,
+                "expiresInSeconds": round(self.transactions.ttl),
+                "approvalReasons": list(pending.reasons),
+                "preview": dict(view),
+                "next": (
+                    f"show the preview; call {tool} again with "
+                    f'{{"transactionId": "{transaction_id}", "approve": true}} to apply it, or '
+                    '"approve": false to discard it'
+                ),
+                "receipt": self._receipt(pending, "pending-approval"),
+            }
+            return self._finish(tool, started, parked)
+
+    async def approve(self, transaction_id: str, approve: bool, ctx: IntelContext) -> dict[str, Any]:
+        """The second step of a parked mutation: apply it (after revalidation) or discard it."""
+        started = time.monotonic()
+        async with self._lock:
+            try:
+                pending = self.transactions.take(transaction_id)
+            except TransactionError as error:
+                result = {**error.to_result(), "transactionId": transaction_id}
+                result["receipt"] = receipt(outcome="rejected")
+                return self._finish("approve", started, result)
+            if not approve:
+                self.transactions.settle(transaction_id, "declined")
+                return self._finish(pending.tool, started, self._declined(pending, transaction_id))
+            result = await self._apply(pending, ctx, Deadline(ctx.deadline))
+            self.transactions.settle(transaction_id, result["receipt"]["outcome"])
+            result["transactionId"] = transaction_id
+            return self._finish(pending.tool, started, result)
+
+    async def apply_server_edit(self, server: ManagedServer, edit: Mapping[str, Any]) -> dict[str, Any]:
+        """A server's ``workspace/applyEdit``: applied through the same plan and atomic commit, but only
+        while a command the user approved runs on that server; returns an ``ApplyWorkspaceEditResult``."""
+        run = self._command
+        if run is None or run.server is not server:
+            return {
+                "applied": False,
+                "failureReason": (
+                    "kandev-lsp applies a server's edit only while running a command the user approved; "
+                    "return the edit to the caller instead"
+                ),
+            }
+        run.busy += 1
+        run.last_activity = time.monotonic()
+        try:
+            return await self._apply_for_command(run, server, edit)
+        finally:
+            run.busy -= 1
+            run.last_activity = time.monotonic()
+
+    async def _apply_for_command(
+        self, run: _CommandRun, server: ManagedServer, edit: Mapping[str, Any]
+    ) -> dict[str, Any]:
+        try:
+            plan = await asyncio.to_thread(self._plan, edit, server.encoding)
+        except IntelError as error:
+            run.refused.append(error.message)
+            return {"applied": False, "failureReason": error.message}
+        outcome = await asyncio.to_thread(commit, plan)
+        if outcome.status != "applied":
+            run.refused.append(outcome.message)
+            if outcome.status == "uncertain":
+                run.saved = "uncertain"
+            return {"applied": False, "failureReason": outcome.message}
+        run.text_edits += plan.text_edit_count()
+        for touched in plan.touched():
+            run.files.setdefault(touched.absolute, touched)
+        for op in plan.resources:
+            run.resources.append({**resource_entry(op), "fromCommand": True})
+        await self._announce(plan)
+        return {"applied": True}
+
+    # -- steps ---------------------------------------------------------------------------------------------
+    def _plan(self, edit: Mapping[str, Any], encoding: PositionEncoding) -> EditPlan:
+        if not edit:
+            return EditPlan((), (), {})
+        return plan_edit(edit, self.workspace, disk_text, encoding)
+
+    async def _apply(self, pending: PendingMutation, ctx: IntelContext, deadline: Deadline) -> dict[str, Any]:
+        plan = pending.plan
+        conflicts = await self._revalidate(pending)
+        if conflicts:
+            return self._conflict(pending, conflicts)
+        scope = self._scope(pending.files, plan.touched())
+        baseline = await self._diagnostics(scope, deadline, ctx)
+        outcome: CommitOutcome = await asyncio.to_thread(commit, plan)
+        if outcome.status == "conflict":
+            return self._conflict(pending, list(outcome.conflicts), outcome.message)
+        if outcome.status != "applied":
+            saved: SaveState = "uncertain" if outcome.status == "uncertain" else "not-saved"
+            return {
+                **pending.result,
+                "ok": False,
+                "status": outcome.status,
+                "error": outcome.message,
+                "receipt": self._receipt(pending, outcome.status, saved=saved),
+            }
+        await self._announce(plan)
+        commands, run = await self._run_commands(pending, deadline)
+        extra = tuple(run.files.values()) if run is not None else ()
+        after = await self._diagnostics(self._scope(scope, extra), deadline, ctx)
+        status = _freshness(after)
+        delta = diagnostics_delta(
+            {path: items for path, (items, _) in baseline.items()},
+            {path: items for path, (items, _) in after.items()},
+        )
+        failed = [c for c in commands if c.get("status") != "ok"]
+        result: dict[str, Any] = {
+            **pending.result,
+            "ok": bool(plan.files or plan.resources or (run is not None and run.text_edits)) or not failed,
+            "applied": True,
+            "files": len(plan.files),
+            "edits": plan.text_edit_count(),
+        }
+        if failed:
+            message = "; ".join(f"{c['command']}: {c['status']} ({c.get('error', '')})" for c in failed)
+            result["notice" if result["ok"] else "error"] = f"command failed: {message}"
+        saved_state: SaveState = run.saved if run is not None else "saved"
+        result["receipt"] = receipt(
+            outcome="applied",
+            text_edits=plan.text_edit_count() + (run.text_edits if run is not None else 0),
+            resources=[resource_entry(op) for op in plan.resources] + (run.resources if run else []),
+            commands=commands,
+            touched=[f.display for f in plan.touched()] + [f.display for f in extra],
+            saved=saved_state,
+            diagnostics=delta,
+            diagnostics_status=status,
+        )
+        return result
+
+    async def _revalidate(self, pending: PendingMutation) -> list[str]:
+        """Display paths whose disk content or server version moved since the preview (B3.6)."""
+        conflicts: list[str] = []
+        shown = {item.file.absolute: item.file.display for item in pending.plan.files}
+        for path, digest in pending.digests.items():
+            if await asyncio.to_thread(_digest, path) != digest:
+                conflicts.append(shown.get(path, path))
+        for uri, version in pending.bound.items():
+            if version is None:
+                continue
+            found = self.workspace.try_uri(uri)
+            if not isinstance(found, WorkspaceFile) or found.display in conflicts:
+                continue
+            for server in self._servers_owning(found):
+                current = server.client.endpoint.documents.current(uri)
+                if current is not None and current != version:
+                    conflicts.append(found.display)
+                    break
+        return conflicts
+
+    async def _announce(self, plan: EditPlan) -> None:
+        """Tell the running servers what changed on disk: resources, then text (didChange + didSave)."""
+        for op in plan.resources:
+            for server in self.pool.servers:
+                await server.notify_file_operation(op.kind, op.file, op.new_file)
+        for item in plan.files:
+            for server in self._servers_owning(item.file):
+                if server.client.closed:
+                    continue
+                if item.file.uri in server.documents and os.path.exists(item.file.absolute):
+                    await server.sync(item.file)  # a full-text didChange with the next version
+                    await server.notify_saved(item.file)
+                else:
+                    server.saw([item.file])
+        for server in self.pool.servers:
+            if not server.client.closed:
+                await server.refresh()  # files it only saw: didChangeWatchedFiles, or opened afresh
+
+    async def _run_commands(
+        self, pending: PendingMutation, deadline: Deadline
+    ) -> tuple[list[dict[str, Any]], _CommandRun | None]:
+        if not pending.commands:
+            return [], None
+        server = await self._server_of(pending.files, deadline)
+        if server is None:
+            missing = [
+                {
+                    "command": _command_name(c),
+                    "status": "unavailable",
+                    "error": "no server for the target file",
+                }
+                for c in pending.commands
+            ]
+            return missing, None
+        run = _CommandRun(server)
+        outcomes: list[dict[str, Any]] = []
+        self._command = run
+        try:
+            for command in pending.commands:
+                before = run.text_edits
+                entry: dict[str, Any] = {"command": _command_name(command)}
+                params = {
+                    "command": command.get("command"),
+                    "arguments": list(command.get("arguments") or []),
+                }
+                try:
+                    await server.request(_EXECUTE, params, max(MIN_COMMAND_TIMEOUT, deadline.remaining()))
+                    entry["status"] = "ok"
+                    await run.settle(COMMAND_GRACE)
+                except (TimeoutError, LspError, ProviderUnavailable, ConnectionError) as error:
+                    entry["status"] = "timeout" if "timed out" in str(error).lower() else "error"
+                    entry["error"] = getattr(error, "message", None) or str(error) or type(error).__name__
+                entry["serverEdits"] = run.text_edits - before
+                entry["opaque"] = True  # what a command does besides its applyEdit requests is not seen
+                outcomes.append(entry)
+        finally:
+            self._command = None
+        if run.refused:
+            outcomes.append(
+                {"command": "workspace/applyEdit", "status": "refused", "error": "; ".join(run.refused)}
+            )
+        return outcomes, run
+
+    async def _diagnostics(
+        self, files: Iterable[WorkspaceFile], deadline: Deadline, ctx: IntelContext
+    ) -> dict[str, tuple[list[dict[str, Any]], str]]:
+        """Display path -> (problems, freshness) for each file with a server; files without one are left
+        out (never counted as "resolved")."""
+
+        async def one(file: WorkspaceFile) -> tuple[str, tuple[list[dict[str, Any]], str]] | None:
+            if not os.path.isfile(file.absolute):
+                return file.display, ([], "current")  # deleted or renamed away: no diagnostics left
+            try:
+                server = await self.pool.server_for(file, deadline)
+                document = await server.sync(file)
+                found = await self._reader._file_diagnostics(server, document, deadline, ctx)
+            except (IntelError, ProviderUnavailable, ServerMissing, LspError, ConnectionError):
+                return None
+            publication = found.publication
+            if publication is None:
+                return file.display, ([], "pending")
+            state = "current"
+            if publication.version is not None and document.version is not None:
+                state = "current" if publication.version >= document.version else "stale"
+            problems = file_problems(file, publication.diagnostics, document, server.encoding)
+            return file.display, (problems, state)
+
+        chosen = list({f.absolute: f for f in files}.values())[:MAX_DIAGNOSTIC_FILES]
+        answers = await asyncio.gather(*(one(file) for file in chosen))
+        return {path: value for path, value in (a for a in answers if a is not None)}
+
+    # -- helpers -------------------------------------------------------------------------------------------
+    async def _server_of(self, files: Sequence[WorkspaceFile], deadline: Deadline) -> ManagedServer | None:
+        for file in files:
+            if self.pool.language_of(file.absolute) is not None:
+                return await self.pool.server_for(file, deadline)
+        return None
+
+    def _servers_owning(self, file: WorkspaceFile) -> list[ManagedServer]:
+        spec = self.pool.language_of(file.absolute)
+        if spec is None:
+            return []
+        return [
+            s for s in self.pool.servers if s.language.id == spec.id and _under(file.absolute, s.project_root)
+        ]
+
+    @staticmethod
+    def _scope(first: Iterable[WorkspaceFile], second: Iterable[WorkspaceFile]) -> tuple[WorkspaceFile, ...]:
+        merged: dict[str, WorkspaceFile] = {}
+        for file in (*first, *second):
+            merged.setdefault(file.absolute, file)
+        return tuple(merged.values())
+
+    @staticmethod
+    def _question(tool: str, pending: PendingMutation) -> str:
+        plan = pending.plan
+        text = f"{tool}: apply {plan.text_edit_count()} edits in {len(plan.files)} files"
+        if plan.resources:
+            text += f" and {len(plan.resources)} file operations"
+        if pending.commands:
+            text += f", then run {len(pending.commands)} command(s)"
+        if pending.reasons:
+            text += " (" + "; ".join(pending.reasons) + ")"
+        return text + "?"
+
+    @staticmethod
+    def _receipt(pending: PendingMutation, outcome: str, *, saved: SaveState = "not-saved") -> dict[str, Any]:
+        plan = pending.plan
+        return receipt(
+            outcome=outcome,
+            text_edits=plan.text_edit_count(),
+            resources=[resource_entry(op) for op in plan.resources],
+            commands=[{"command": _command_name(c), "status": "not-run"} for c in pending.commands],
+            touched=[f.display for f in plan.touched()],
+            saved=saved,
+        )
+
+    @staticmethod
+    def _rejected(failure: dict[str, Any], files: Sequence[WorkspaceFile]) -> dict[str, Any]:
+        failure.setdefault("status", "rejected")
+        failure["receipt"] = receipt(outcome="rejected", touched=[f.display for f in files])
+        return failure
+
+    def _declined(self, pending: PendingMutation, transaction_id: str | None) -> dict[str, Any]:
+        result: dict[str, Any] = {
+            "ok": True,
+            "declined": True,
+            "applied": False,
+            "notice": "the change was declined: nothing was written",
+            "receipt": self._receipt(pending, "declined"),
+        }
+        if transaction_id is not None:
+            result["transactionId"] = transaction_id
+        return result
+
+    def _conflict(
+        self, pending: PendingMutation, conflicts: list[str], message: str | None = None
+    ) -> dict[str, Any]:
+        listed = ", ".join(conflicts)
+        return {
+            **pending.result,
+            "ok": False,
+            "status": "conflict",
+            "conflicts": conflicts,
+            "error": message
+            or (
+                f"conflict: {listed} changed since the preview (edited on disk, or a newer document "
+                "version); nothing was written. Run the mutation again for a fresh preview."
+            ),
+            "receipt": self._receipt(pending, "conflict"),
+        }
+
+    @staticmethod
+    def _finish(tool: str, started: float, result: dict[str, Any]) -> dict[str, Any]:
+        stamp = result.get("receipt") or {}
+        log_event(
+            _log,
+            "intel_mutation",
+            logging.INFO,
+            tool=tool,
+            ok=result.get("ok"),
+            outcome=stamp.get("outcome"),
+            edits=stamp.get("textEdits"),
+            files=len(stamp.get("touched") or ()),
+            duration_ms=round((time.monotonic() - started) * 1000, 1),
+        )  # B8.14: counts and states only, never paths or text
+        return result
+
+
+def _command_name(command: Mapping[str, Any]) -> str:
+    name = command.get("title") or command.get("command")
+    return str(name) if name is not None else "command"
+
+
+def _unavailable(error: BaseException) -> dict[str, Any]:
+    if isinstance(error, ServerMissing):
+        return {"ok": False, "status": "unavailable", "error": error.notice}
+    if isinstance(error, ProviderUnavailable):
+        return {"ok": False, "status": "unavailable", "error": error.message, **error.detail}
+    return {
+        "ok": False,
+        "status": "unavailable",
+        "error": f"the language server connection ended during the call ({error}); ask again to restart it",
+    }
+
+
+def _freshness(after: Mapping[str, tuple[list[dict[str, Any]], str]]) -> str:
+    states = {state for _, state in after.values()}
+    if not after:
+        return "not-collected"
+    for state in ("pending", "stale"):
+        if state in states:
+            return state
+    return "current"
