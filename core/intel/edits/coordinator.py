@@ -33,7 +33,7 @@ from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Final
 
-from kandev_lsp.intel.edits.commit import CommitOutcome, commit, disk_text
+from kandev_lsp.intel.edits.commit import CommitOutcome, FileSystem, commit, disk_text
 from kandev_lsp.intel.edits.plan import EditPlan, plan_edit
 from kandev_lsp.intel.edits.preview import approval_for, preview
 from kandev_lsp.intel.edits.receipts import SaveState, diagnostics_delta, receipt, resource_entry
@@ -125,6 +125,7 @@ class MutationCoordinator:
     :param transactions: where parked mutations wait (a fresh store by default).
     :param reader: the read tools whose diagnostics collection the receipts reuse (built from ``pool``
         by default).
+    :param fs: the file system the commits write through (the disk by default; tests inject failures).
     """
 
     def __init__(
@@ -134,6 +135,7 @@ class MutationCoordinator:
         *,
         transactions: TransactionStore | None = None,
         reader: LspReadTools | None = None,
+        fs: FileSystem | None = None,
     ) -> None:
         if reader is None:
             from kandev_lsp.intel.tools import LspReadTools
@@ -143,6 +145,7 @@ class MutationCoordinator:
         self.pool = pool
         self.transactions = transactions if transactions is not None else TransactionStore()
         self._reader = reader
+        self._fs = fs
         self._lock = asyncio.Lock()
         self._command: _CommandRun | None = None
         # Servers started from now on offer workspace.applyEdit and send it here (B6.23).
@@ -275,7 +278,7 @@ class MutationCoordinator:
         except IntelError as error:
             run.refused.append(error.message)
             return {"applied": False, "failureReason": error.message}
-        outcome = await asyncio.to_thread(commit, plan)
+        outcome = await asyncio.to_thread(commit, plan, fs=self._fs)
         if outcome.status != "applied":
             run.refused.append(outcome.message)
             if outcome.status == "uncertain":
@@ -302,7 +305,7 @@ class MutationCoordinator:
             return self._conflict(pending, conflicts)
         scope = self._scope(pending.files, plan.touched())
         baseline = await self._diagnostics(scope, deadline, ctx)
-        outcome: CommitOutcome = await asyncio.to_thread(commit, plan)
+        outcome: CommitOutcome = await asyncio.to_thread(commit, plan, fs=self._fs)
         if outcome.status == "conflict":
             return self._conflict(pending, list(outcome.conflicts), outcome.message)
         if outcome.status != "applied":

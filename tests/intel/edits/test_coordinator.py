@@ -1,0 +1,254 @@
+"""The mutation coordinator without a language server (files no language owns), and the runtime's pure
+helpers it uses: receipts on every outcome, the lock, approval rules, write failures (fault injection),
+didSave and file-operation rules."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import pytest
+from kandev_lsp.host import PluginHost
+from kandev_lsp.intel.dispatch import IntelContext
+from kandev_lsp.intel.edits.commit import DiskFileSystem
+from kandev_lsp.intel.edits.coordinator import MutationCoordinator, ProducedEdit
+from kandev_lsp.intel.executor import Deadline
+from kandev_lsp.intel.runtime import ServerPool, file_operation_wanted, save_options
+from kandev_lsp.intel.workspace import Workspace
+from kandev_lsp.lifecycle import Lifecycle
+from kandev_lsp.taskenv import TaskEnvironment
+
+AUTO = IntelContext(auto_approve=True)
+
+
+@asynccontextmanager
+async def _coordinator(folder: Path, **kw: Any) -> AsyncIterator[tuple[Workspace, MutationCoordinator]]:
+    workspace = Workspace([folder])
+    lifecycle = Lifecycle(PluginHost.load())
+    pool = ServerPool(workspace, lifecycle, TaskEnvironment.from_agent({}))
+    try:
+        yield workspace, MutationCoordinator(workspace, pool, **kw)
+    finally:
+        await pool.aclose()
+        await lifecycle.aclose()
+
+
+def _insert(uri: str, text: str, line: int = 0) -> dict[str, Any]:
+    at = {"line": line, "character": 0}
+    return {"range": {"start": at, "end": at}, "newText": text}
+
+
+def _fixed(edit: dict[str, Any], **kw: Any) -> Any:
+    async def produce(deadline: Deadline) -> ProducedEdit:
+        return ProducedEdit(edit, **kw)
+
+    return produce
+
+
+def _notes(tmp_path: Path) -> Path:
+    folder = tmp_path / "w"
+    folder.mkdir()
+    (folder / "a.txt").write_text("alpha\n")
+    (folder / "b.txt").write_text("beta\n")
+    return folder
+
+
+def test_auto_approve_applies_a_text_edit_with_a_receipt(tmp_path: Path) -> None:
+    folder = _notes(tmp_path)
+
+    async def run() -> dict[str, Any]:
+        async with _coordinator(folder) as (workspace, coordinator):
+            a, b = workspace.resolve("a.txt"), workspace.resolve("b.txt")
+            edit = {"changes": {a.uri: [_insert(a.uri, "1 ")], b.uri: [_insert(b.uri, "2 ")]}}
+            return await coordinator.mutate("code_insert", [a], _fixed(edit, result={"where": "start"}), AUTO)
+
+    result = asyncio.run(run())
+    assert result["ok"] and result["applied"] and result["where"] == "start", result
+    assert (folder / "a.txt").read_text() == "1 alpha\n" and (folder / "b.txt").read_text() == "2 beta\n"
+    receipt = result["receipt"]
+    assert receipt["outcome"] == "applied" and receipt["saved"] == "saved" and receipt["textEdits"] == 2
+    assert receipt["touched"] == ["a.txt", "b.txt"]
+    assert receipt["diagnostics"]["status"] == "not-collected"  # no server owns .txt files
+
+
+def test_without_auto_approve_or_elicit_the_mutation_is_parked(tmp_path: Path) -> None:
+    folder = _notes(tmp_path)
+
+    async def run() -> tuple[dict[str, Any], dict[str, Any]]:
+        async with _coordinator(folder) as (workspace, coordinator):
+            a = workspace.resolve("a.txt")
+            parked = await coordinator.mutate(
+                "code_insert", [a], _fixed({"changes": {a.uri: [_insert(a.uri, "x")]}}), IntelContext()
+            )
+            assert (folder / "a.txt").read_text() == "alpha\n"
+            return parked, await coordinator.approve(parked["transactionId"], True, IntelContext())
+
+    parked, applied = asyncio.run(run())
+    assert parked["needsApproval"] and parked["receipt"]["outcome"] == "pending-approval", parked
+    assert "+xalpha" in parked["preview"]["diff"] and "transactionId" in parked["next"]
+    assert applied["ok"] and applied["transactionId"] == parked["transactionId"]
+    assert (folder / "a.txt").read_text() == "xalpha\n"
+
+
+def test_resource_operations_are_never_auto_approved(tmp_path: Path) -> None:
+    folder = _notes(tmp_path)
+
+    async def run() -> tuple[dict[str, Any], dict[str, Any]]:
+        async with _coordinator(folder) as (workspace, coordinator):
+            a = workspace.resolve("a.txt")
+            new = (folder / "c.txt").as_uri()
+            edit = {"documentChanges": [{"kind": "rename", "oldUri": a.uri, "newUri": new}]}
+            parked = await coordinator.mutate("code_actions", [a], _fixed(edit), AUTO)
+            return parked, await coordinator.approve(parked["transactionId"], True, AUTO)
+
+    parked, applied = asyncio.run(run())
+    assert parked["needsApproval"] and parked["approvalReasons"], parked
+    assert applied["ok"], applied
+    assert not (folder / "a.txt").exists() and (folder / "c.txt").read_text() == "alpha\n"
+    assert applied["receipt"]["resourceOperations"][0]["kind"] == "rename"
+    assert applied["receipt"]["touched"] == ["a.txt", "c.txt"]
+
+
+def test_a_malformed_edit_is_rejected_with_a_receipt(tmp_path: Path) -> None:
+    folder = _notes(tmp_path)
+
+    async def run() -> dict[str, Any]:
+        async with _coordinator(folder) as (workspace, coordinator):
+            a = workspace.resolve("a.txt")
+            overlapping = {
+                "changes": {
+                    a.uri: [
+                        {
+                            "range": {
+                                "start": {"line": 0, "character": 0},
+                                "end": {"line": 0, "character": 3},
+                            },
+                            "newText": "x",
+                        },
+                        {
+                            "range": {
+                                "start": {"line": 0, "character": 2},
+                                "end": {"line": 0, "character": 4},
+                            },
+                            "newText": "y",
+                        },
+                    ]
+                }
+            }
+            return await coordinator.mutate("code_replace_batch", [a], _fixed(overlapping), AUTO)
+
+    result = asyncio.run(run())
+    assert not result["ok"] and result["status"] == "rejected", result
+    assert result["receipt"]["outcome"] == "rejected" and result["receipt"]["touched"] == ["a.txt"]
+    assert (folder / "a.txt").read_text() == "alpha\n"
+
+
+def test_an_empty_edit_changes_nothing_and_needs_no_approval(tmp_path: Path) -> None:
+    folder = _notes(tmp_path)
+
+    async def run() -> dict[str, Any]:
+        async with _coordinator(folder) as (workspace, coordinator):
+            a = workspace.resolve("a.txt")
+            return await coordinator.mutate("code_format", [a], _fixed({}), IntelContext())
+
+    result = asyncio.run(run())
+    assert result["ok"] and result["changed"] is False and result["receipt"]["outcome"] == "unchanged"
+
+
+class _FailingDisk(DiskFileSystem):
+    """``replace`` fails on call ``fail_on`` (a full disk), and on every later call when ``sticky``."""
+
+    def __init__(self, fail_on: int, sticky: bool) -> None:
+        super().__init__()
+        self.calls = 0
+        self.fail_on = fail_on
+        self.sticky = sticky
+
+    def replace(self, source: str, target: str) -> None:
+        self.calls += 1
+        if self.calls == self.fail_on or (self.sticky and self.calls > self.fail_on):
+            raise OSError(28, "No space left on device")
+        super().replace(source, target)
+
+
+@pytest.mark.parametrize(
+    ("sticky", "status", "saved"), [(False, "failed", "not-saved"), (True, "uncertain", "uncertain")]
+)
+def test_a_write_failure_is_reported_with_its_save_state(
+    tmp_path: Path, sticky: bool, status: str, saved: str
+) -> None:
+    folder = _notes(tmp_path)
+
+    async def run() -> dict[str, Any]:
+        async with _coordinator(folder, fs=_FailingDisk(2, sticky)) as (workspace, coordinator):
+            a, b = workspace.resolve("a.txt"), workspace.resolve("b.txt")
+            edit = {"changes": {a.uri: [_insert(a.uri, "1 ")], b.uri: [_insert(b.uri, "2 ")]}}
+            return await coordinator.mutate("code_insert", [a], _fixed(edit), AUTO)
+
+    result = asyncio.run(run())
+    assert not result["ok"] and result["status"] == status, result
+    assert result["receipt"]["outcome"] == status and result["receipt"]["saved"] == saved
+    assert result["receipt"]["textEdits"] == 2 and result["receipt"]["touched"] == ["a.txt", "b.txt"]
+    if status == "failed":  # rolled back: every file as it was
+        assert (folder / "a.txt").read_text() == "alpha\n" and (folder / "b.txt").read_text() == "beta\n"
+    else:  # the restore failed too: the message says to check the files
+        assert "check" in result["error"].lower()
+
+
+def test_mutations_queue_behind_each_other(tmp_path: Path) -> None:
+    folder = _notes(tmp_path)
+    order: list[str] = []
+
+    async def run() -> None:
+        async with _coordinator(folder) as (workspace, coordinator):
+            a = workspace.resolve("a.txt")
+            gate = asyncio.Event()
+
+            async def first(deadline: Deadline) -> ProducedEdit:
+                order.append("first starts")
+                await gate.wait()
+                order.append("first ends")
+                return ProducedEdit({"changes": {a.uri: [_insert(a.uri, "1")]}})
+
+            async def second(deadline: Deadline) -> ProducedEdit:
+                order.append("second starts")
+                # made against the text the first mutation wrote
+                assert (folder / "a.txt").read_text() == "1alpha\n"
+                return ProducedEdit({"changes": {a.uri: [_insert(a.uri, "2")]}})
+
+            one = asyncio.ensure_future(coordinator.mutate("code_insert", [a], first, AUTO))
+            two = asyncio.ensure_future(coordinator.mutate("code_insert", [a], second, AUTO))
+            await asyncio.sleep(0.1)
+            assert order == ["first starts"]
+            gate.set()
+            results = await asyncio.gather(one, two)
+            assert all(r["ok"] for r in results), results
+
+    asyncio.run(run())
+    assert order == ["first starts", "first ends", "second starts"]
+    assert (folder / "a.txt").read_text() == "21alpha\n"
+
+
+def test_save_options_read_text_document_sync() -> None:
+    assert save_options({"textDocumentSync": 2}) == (False, False)
+    assert save_options({"textDocumentSync": {"change": 2}}) == (False, False)
+    assert save_options({"textDocumentSync": {"save": True}}) == (True, False)
+    assert save_options({"textDocumentSync": {"save": {"includeText": True}}}) == (True, True)
+    assert save_options({"textDocumentSync": {"save": {}}}) == (True, False)
+
+
+def test_file_operations_are_sent_only_where_the_filters_match() -> None:
+    options = {"filters": [{"scheme": "file", "pattern": {"glob": "**/*.{ts,js}", "matches": "file"}}]}
+    assert file_operation_wanted(options, "/w/src/a.ts", False)
+    assert file_operation_wanted(options, "/w/b.js", False)
+    assert not file_operation_wanted(options, "/w/a.py", False)
+    assert not file_operation_wanted(options, "/w/src.ts", True)  # a folder, the filter wants files
+    folded = {"filters": [{"pattern": {"glob": "**/*.PY", "options": {"ignoreCase": True}}}]}
+    assert file_operation_wanted(folded, "/w/a.py", False)
+    assert not file_operation_wanted(
+        {"filters": [{"scheme": "untitled", "pattern": {"glob": "**"}}]}, "/w/a", False
+    )
+    assert not file_operation_wanted(None, "/w/a.ts", False)
