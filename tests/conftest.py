@@ -1,5 +1,9 @@
 """Suite-wide checks.
 
+One session-scoped fixture shared by the stream, endpoint and intel tests: ``real_servers``, pyright and
+typescript-language-server installed once per run (real npm) by kandev-lsp's own installer into a HOME of
+their own. Tests only read that HOME (through ``RealServers.overrides()``), so one install serves all.
+
 The hookspec meta-check: every hook in kandev_lsp.hookspecs must be called at least once while the whole
 suite runs (hook calls are observed through the ``kandev_lsp.hooks`` debug log, the same channel
 ``KANDEV_LSP_TRACE_HOOKS`` uses). A hook no test exercises fails the run.
@@ -7,11 +11,18 @@ suite runs (hook calls are observed through the ``kandev_lsp.hooks`` debug log, 
 
 from __future__ import annotations
 
+import asyncio
 import inspect
 import logging
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 from kandev_lsp import hookspecs
+
+if TYPE_CHECKING:
+    from stream_testkit import RealServers
 
 _called: set[str] = set()
 
@@ -26,6 +37,18 @@ def pytest_configure(config: pytest.Config) -> None:
     log = logging.getLogger("kandev_lsp.hooks")
     log.addHandler(_HookRecorder())
     log.setLevel(logging.DEBUG)
+
+
+@pytest.fixture(scope="session")
+def real_servers(tmp_path_factory: pytest.TempPathFactory) -> RealServers:
+    """pyright and typescript-language-server in the managed cache of a HOME of their own (real npm)."""
+    sys.path.insert(0, str(Path(__file__).parent / "stream"))
+    from stream_testkit import RealServers
+
+    home = tmp_path_factory.mktemp("real-home")
+    servers = RealServers(home, tmp_path_factory.mktemp("npm-cache"))
+    asyncio.run(servers.install(["python", "typescript"], tmp_path_factory.mktemp("install-cwd")))
+    return servers
 
 
 def _spec_names() -> set[str]:

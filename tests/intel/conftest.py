@@ -1,10 +1,9 @@
-"""Fixtures of the intel tests: pyright and typescript-language-server installed once per run by
-kandev-lsp's own installer (the stream tests' :class:`RealServers`), and a leak check for the processes
-a test starts."""
+"""Fixtures of the intel tests: a leak check for the processes a test starts. pyright and
+typescript-language-server come from the suite's ``real_servers`` fixture (tests/conftest.py), installed
+once per run."""
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import os
 import signal
@@ -19,16 +18,7 @@ from kandev_lsp.testing import processes_tagged
 sys.path.insert(0, str(Path(__file__).parent.parent / "stream"))
 sys.path.insert(0, str(Path(__file__).parent))
 
-from stream_testkit import TAG_VARIABLE, RealServers
-
-
-@pytest.fixture(scope="session")
-def real_servers(tmp_path_factory: pytest.TempPathFactory) -> RealServers:
-    """pyright and typescript-language-server in the managed cache of a HOME of their own (real npm)."""
-    home = tmp_path_factory.mktemp("intel-real-home")
-    servers = RealServers(home, tmp_path_factory.mktemp("intel-npm-cache"))
-    asyncio.run(servers.install(["python", "typescript"], tmp_path_factory.mktemp("intel-install-cwd")))
-    return servers
+from stream_testkit import TAG_VARIABLE
 
 
 @pytest.fixture

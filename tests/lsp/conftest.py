@@ -1,10 +1,9 @@
-"""Fixtures of the endpoint tests: real servers (pyright and typescript-language-server installed once per
-run by kandev-lsp's own installer, reusing the stream tests' :class:`RealServers`; Debian's gopls as it
-is) and a leak check for the processes a test starts."""
+"""Fixtures of the endpoint tests: a leak check for the processes a test starts. The real servers come from
+the suite's ``real_servers`` fixture (tests/conftest.py: pyright and typescript-language-server installed
+once per run) and Debian's gopls as it is."""
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import os
 import signal
@@ -18,16 +17,7 @@ from kandev_lsp.testing import processes_tagged
 
 sys.path.insert(0, str(Path(__file__).parent.parent / "stream"))
 
-from stream_testkit import TAG_VARIABLE, RealServers
-
-
-@pytest.fixture(scope="session")
-def real_servers(tmp_path_factory: pytest.TempPathFactory) -> RealServers:
-    """pyright and typescript-language-server in the managed cache of a HOME of their own (real npm)."""
-    home = tmp_path_factory.mktemp("lsp-real-home")
-    servers = RealServers(home, tmp_path_factory.mktemp("lsp-npm-cache"))
-    asyncio.run(servers.install(["python", "typescript"], tmp_path_factory.mktemp("lsp-install-cwd")))
-    return servers
+from stream_testkit import TAG_VARIABLE
 
 
 @pytest.fixture

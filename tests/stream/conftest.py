@@ -1,5 +1,6 @@
 """Fixtures of the stream tests: a test's world (:class:`StreamKit`), the fake server, a local release
-server, real servers installed once per run, and a leak check after every test.
+server, and a leak check after every test (the real servers are the suite's ``real_servers`` fixture, in
+tests/conftest.py).
 
 Every child a test starts carries ``KANDEV_TEST_TAG=<unique>`` in its environment; after each test any
 live process with that tag fails the test (and is killed so it cannot spill into the next one).
@@ -7,7 +8,6 @@ live process with that tag fails the test (and is killed so it cannot spill into
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import os
 import signal
@@ -21,7 +21,6 @@ import pytest
 sys.path.insert(0, str(Path(__file__).parent))
 
 from stream_testkit import (
-    RealServers,
     ReleaseServer,
     StreamKit,
     fake_server_source,
@@ -60,14 +59,3 @@ def kit(
             os.kill(pid, signal.SIGKILL)
     wait_until(lambda: not tagged_alive(tag), timeout=5)
     assert not leaked, f"processes left running after the test: {leaked}"
-
-
-@pytest.fixture(scope="session")
-def real_servers(tmp_path_factory: pytest.TempPathFactory) -> RealServers:
-    """pyright and typescript-language-server installed once per run by kandev-lsp's own installer
-    (real npm, from the registry) into a HOME of their own."""
-    home = tmp_path_factory.mktemp("real-home")
-    npm_cache = tmp_path_factory.mktemp("npm-cache")
-    servers = RealServers(home, npm_cache)
-    asyncio.run(servers.install(["python", "typescript"], tmp_path_factory.mktemp("install-cwd")))
-    return servers
