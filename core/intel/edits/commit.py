@@ -501,7 +501,9 @@ def commit(plan: EditPlan, *, fs: FileSystem | None = None) -> CommitOutcome:
     try:
         for op in plan.resources:
             transaction.resource(op)
-        staged = [(file_edit, transaction.stage(file_edit)) for file_edit in plan.files]
+        # Edits that change nothing (a formatter's no-op) leave the file alone: no new mtime, no rewrite.
+        changing = [file_edit for file_edit in plan.files if file_edit.after != file_edit.before]
+        staged = [(file_edit, transaction.stage(file_edit)) for file_edit in changing]
         for file_edit, temp in staged:
             transaction.install(file_edit, temp)
     except (OSError, ValueError, _Refused) as error:  # ValueError: text that cannot be UTF-8 encoded

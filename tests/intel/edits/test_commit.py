@@ -321,3 +321,13 @@ def test_an_empty_plan_writes_nothing(ws: Workspace, root: Path) -> None:
     outcome = commit(_plan(ws, {}))
     assert (outcome.status, outcome.written) == ("applied", ())
     assert _snapshot(root) == before
+
+
+def test_an_edit_that_changes_nothing_leaves_the_file_alone(ws: Workspace, root: Path) -> None:
+    path = root / "src" / "a.py"
+    os.utime(path, ns=(1_000_000_000, 1_000_000_000))
+    plan = _plan(ws, {"changes": {path.as_uri(): [_edit(0, 0, 0, 1, "a")]}})
+    assert plan.text_edit_count() == 1
+    outcome = commit(plan)
+    assert (outcome.status, outcome.written) == ("applied", ())
+    assert path.stat().st_mtime_ns == 1_000_000_000
