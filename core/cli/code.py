@@ -1,8 +1,13 @@
-"""``kandev-lsp code TOOL --workspace DIR --json '{...}'``: one read tool call, one-shot (issue 9).
+"""``kandev-lsp code TOOL --workspace DIR --json '{...}'``: one tool call, one-shot (issues 9 and 11).
 
 For scripts and debugging: the same tools, schemas and results as the MCP server (``kandev-lsp mcp``),
 printed as JSON on stdout. Each run starts the language servers it needs and stops them after the
 answer, so it pays a cold start every time (seconds, not the milliseconds of a warm MCP session).
+
+A mutating tool without ``--auto-approve`` is a dry run: it prints the preview and writes nothing (its
+``transactionId`` dies with the process, so it cannot be approved later). With ``--auto-approve`` a
+previewable edit is applied; file creations, renames, deletions and commands whose effect cannot be
+previewed are still refused without an explicit approval, which a one-shot run cannot give (B7.4).
 
 Exit status: 0 when the result is ``ok``, 1 when the tool answered ``ok: false``, 2 usage.
 """
@@ -47,6 +52,13 @@ def add_intel_arguments(parser: argparse.ArgumentParser) -> None:
         help="install a missing server (otherwise only lsp_auto_install_languages are installed)",
     )
     parser.add_argument(
+        "--auto-approve",
+        action="store_true",
+        help="apply previewable edits of the mutating tools without asking, for unattended runs: the "
+        "agent then changes files with nobody reviewing the diff (use a clean git tree). File "
+        "creations, renames, deletions and commands that cannot be previewed are still asked",
+    )
+    parser.add_argument(
         "--disable-tool",
         metavar="NAME",
         action="append",
@@ -88,12 +100,14 @@ def open_service(args: argparse.Namespace, **options: Any) -> IntelService:
 def add_code_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = subparsers.add_parser(
         "code",
-        help="run one code-intelligence tool (code_navigate, code_hover, ...) and print its JSON result",
+        help="run one code-intelligence tool (code_navigate, code_rename, ...) and print its JSON result",
         description=(
-            "Run one read tool of the MCP server (`kandev-lsp mcp`) once: code_symbols, code_navigate, "
-            "code_hierarchy, code_hover, code_diagnostics or code_inlay_hints. Starts the servers it needs "
-            "and stops them afterwards, so every run pays a cold start. Exit status: 0 ok, 1 the tool "
-            "answered ok: false, 2 usage."
+            "Run one tool of the MCP server (`kandev-lsp mcp`) once: code_symbols, code_navigate, "
+            "code_hierarchy, code_hover, code_diagnostics, code_inlay_hints, or a mutating one "
+            "(code_rename, code_actions, code_format, code_insert, code_replace, code_replace_batch: a "
+            "dry run printing the preview unless --auto-approve). Starts the servers it needs and stops "
+            "them afterwards, so every run pays a cold start. Exit status: 0 ok, 1 the tool answered "
+            "ok: false, 2 usage."
         ),
     )
     parser.add_argument("tool", metavar="TOOL", help="the tool name (code_navigate) or op (navigate)")
@@ -114,7 +128,8 @@ def run_code(args: argparse.Namespace) -> int:
 
     async def call() -> dict[str, Any]:
         async with open_service(args) as service:
-            return await service.dispatch(args.tool, payload, IntelContext(deadline=COLD_DEADLINE))
+            ctx = IntelContext(deadline=COLD_DEADLINE, auto_approve=args.auto_approve)
+            return await service.dispatch(args.tool, payload, ctx)
 
     result = asyncio.run(call())
     print_json(result)

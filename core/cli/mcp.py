@@ -1,9 +1,17 @@
 """``kandev-lsp mcp --workspace DIR [--workspace DIR ...]``: the code-intelligence tools as an MCP server
-over stdio, on the official ``mcp`` SDK (issue 9, B2, B9).
+over stdio, on the official ``mcp`` SDK (issues 9 and 11, B2, B7.4, B9).
 
-Every enabled read tool is listed with its JSON schema and read-only annotations; a call returns the
+Every enabled tool is listed with its JSON schema and honest annotations: the read tools read-only and
+idempotent, the mutating ones (code_rename, code_actions, code_format, code_insert, code_replace,
+code_replace_batch) not read-only, destructive unless they only add text or re-format. A call returns the
 tool's result as structured content plus a one-line text summary ("12 references · 4 files"), with
-``isError`` set when the result is ``ok: false``. Tools named in ``lsp_disabled_tools`` (or
+``isError`` set when the result is ``ok: false``.
+
+Mutations are approved headless (:mod:`kandev_lsp.cli.mcp_approval`): a client that declared form
+elicitation is asked during the call with the preview; otherwise the tool answers ``needsApproval`` with a
+``transactionId`` and the preview, and the model calls the same tool again with
+``{"transactionId": ..., "approve": true}``. An "approve all" answer lasts for the MCP session;
+``--auto-approve`` starts the session that way (unattended runs). Tools named in ``lsp_disabled_tools`` (or
 ``--disable-tool``) are neither listed nor callable. Language servers start on the first call that needs
 them and stay warm for the life of the MCP session (stopped after ``--idle-timeout`` seconds without a
 call); all are stopped gracefully when the client closes stdin.
@@ -15,12 +23,24 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from kandev_lsp.cli.code import add_intel_arguments, open_service
+from kandev_lsp.cli.mcp_approval import (
+    APPROVAL_SCHEMA,
+    SessionApprovals,
+    approval_message,
+    read_answer,
+    supports_form_elicitation,
+)
 
 if TYPE_CHECKING:
+    from kandev_lsp.intel.schemas import ToolSpec
     from kandev_lsp.intel.service import IntelService
+
+log = logging.getLogger("kandev_lsp.mcp")
 
 
 def add_mcp_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -65,10 +85,52 @@ def add_mcp_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParse
     parser.set_defaults(handler=run_mcp)
 
 
-def build_server(service: IntelService, deadline: float = 9.0) -> Any:
-    """The SDK's low-level :class:`mcp.server.lowlevel.Server` over ``service``'s dispatcher."""
+#: How long a person may take to answer an approval prompt; past it the edit is parked as a transaction.
+ELICIT_TIMEOUT = 600.0
+
+
+def tool_annotations(spec: ToolSpec) -> Any:
+    """The spec's MCP annotations (:meth:`ToolSpec.annotations`: read tools read-only and idempotent;
+    mutations not read-only, destructive unless they only add text or re-format) as the SDK's type."""
+    import mcp_types as types
+
+    hints = spec.annotations()
+    return types.ToolAnnotations(
+        title=hints.get("title"),
+        read_only_hint=hints.get("readOnlyHint"),
+        destructive_hint=hints.get("destructiveHint"),
+        idempotent_hint=hints.get("idempotentHint"),
+        open_world_hint=hints.get("openWorldHint"),
+    )
+
+
+def approval_text(tool: str, result: Mapping[str, Any]) -> str | None:
+    """What the model reads next to a parked edit: why, how to approve or discard, and the diff."""
+    transaction = result.get("transactionId")
+    if not result.get("needsApproval") or not isinstance(transaction, str):
+        return None
+    preview = result.get("preview")
+    view = dict(preview) if isinstance(preview, Mapping) else {}
+    view.setdefault("reasons", result.get("approvalReasons") or [])
+    body = approval_message("", view)
+    call = json.dumps({"transactionId": transaction, "approve": True})
+    return (
+        f"Not applied yet: this edit needs approval. To apply it, call {tool} again with {call}; "
+        f"to discard it, with approve: false. The transaction is single-use and expires.\n" + body
+    )
+
+
+def build_server(service: IntelService, deadline: float = 9.0, *, auto_approve: bool = False) -> Any:
+    """The SDK's low-level :class:`mcp.server.lowlevel.Server` over ``service``'s dispatcher.
+
+    Each ``run`` of the server (one MCP session: on stdio, the process's one client) gets its own
+    :class:`SessionApprovals`, starting with ``auto_approve``.
+    """
+    import contextlib
+    from collections.abc import AsyncIterator
     from importlib.metadata import PackageNotFoundError, version
 
+    import anyio
     import mcp_types as types
     from kandev_lsp.intel.dispatch import IntelContext
     from mcp.server.lowlevel import Server
@@ -78,31 +140,75 @@ def build_server(service: IntelService, deadline: float = 9.0) -> Any:
     except PackageNotFoundError:
         __version__ = "0"
 
+    specs = {spec.name: spec for spec in service.dispatcher.tools()}
     tools = [
         types.Tool(
             name=spec.name,
             title=spec.title,
             description=spec.description,
             input_schema=spec.mcp_definition()["inputSchema"],
-            annotations=types.ToolAnnotations(
-                title=spec.title,
-                read_only_hint=True,
-                destructive_hint=False,
-                idempotent_hint=True,
-                open_world_hint=False,
-            ),
+            annotations=tool_annotations(spec),
         )
-        for spec in service.dispatcher.tools()
+        for spec in specs.values()
     ]
+
+    @contextlib.asynccontextmanager
+    async def session_state(_: Any) -> AsyncIterator[dict[str, Any]]:
+        yield {"approvals": SessionApprovals(auto_approve=auto_approve)}
 
     async def list_tools(ctx: Any, params: Any) -> types.ListToolsResult:
         return types.ListToolsResult(tools=tools)
 
+    def elicitor(ctx: Any, approvals: SessionApprovals) -> Any:
+        """``IntelContext.elicit`` for this call, or None when the client cannot be asked."""
+        session = ctx.session
+        capabilities = session.client_capabilities
+        if capabilities is None or not supports_form_elicitation(capabilities.elicitation):
+            return None
+
+        async def elicit(message: str, preview: Mapping[str, Any]) -> bool | None:
+            approvals.asked += 1
+            try:
+                with anyio.fail_after(ELICIT_TIMEOUT):
+                    answer = await session.elicit_form(
+                        approval_message(message, preview),
+                        APPROVAL_SCHEMA,
+                        related_request_id=ctx.request_id,
+                    )
+            except Exception as error:  # the client failed to ask: fall back to the two-step flow
+                log.warning(
+                    "approval prompt failed (%s): the edit waits for a transaction", type(error).__name__
+                )
+                return None
+            decision, approve_all = read_answer(answer.action, answer.content)
+            if approve_all:
+                approvals.remember_all()
+            return decision
+
+        return elicit
+
     async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
-        result = await service.dispatch(params.name, params.arguments or {}, IntelContext(deadline=deadline))
+        approvals: SessionApprovals = ctx.lifespan_context["approvals"]
+        arguments = params.arguments or {}
+        spec = specs.get(params.name)
+        context = IntelContext(deadline=deadline)
+        if spec is not None and not spec.read_only:
+            context = IntelContext(
+                deadline=deadline,
+                auto_approve=approvals.auto_approve,
+                elicit=elicitor(ctx, approvals),
+            )
+        outcome = await service.dispatcher.dispatch_for_host(params.name, arguments, context)
+        result = outcome.result  # autoApproveAll already stripped: the model never sees it (B2.6)
+        if outcome.auto_approve_all:
+            approvals.remember_all()
         summary = str(result.get("summary", ""))
+        content: list[types.ContentBlock] = [types.TextContent(text=summary or json.dumps(result)[:200])]
+        approve = approval_text(spec.name if spec else params.name, result)
+        if approve is not None:
+            content.append(types.TextContent(text=approve))
         return types.CallToolResult(
-            content=[types.TextContent(text=summary or json.dumps(result)[:200])],
+            content=content,
             structured_content=result,
             is_error=not result.get("ok", False),
         )
@@ -112,9 +218,13 @@ def build_server(service: IntelService, deadline: float = 9.0) -> Any:
         version=__version__,
         instructions=(
             "Code intelligence from real language servers: definitions, references, call and type "
-            "hierarchies, hover types, diagnostics and inlay hints. Paths are workspace-relative; point "
-            "at code with target.symbol ('Class.method') or target.line + target.matchText."
+            "hierarchies, hover types, diagnostics and inlay hints, and safe edits (rename, code actions, "
+            "format, insert, replace) that are previewed and approved before any file changes. Paths are "
+            "workspace-relative; point at code with target.symbol ('Class.method') or target.line + "
+            "target.matchText. An edit answering needsApproval is applied only by calling the same tool "
+            "again with its transactionId and approve: true."
         ),
+        lifespan=session_state,
         on_list_tools=list_tools,
         on_call_tool=call_tool,
     )
@@ -130,7 +240,7 @@ def run_mcp(args: argparse.Namespace) -> int:
 
     async def serve() -> None:
         async with service:
-            server = build_server(service, args.deadline)
+            server = build_server(service, args.deadline, auto_approve=args.auto_approve)
             async with stdio_server() as (read_stream, write_stream):
                 await server.run(read_stream, write_stream, server.create_initialization_options())
 
