@@ -331,3 +331,12 @@ def test_an_edit_that_changes_nothing_leaves_the_file_alone(ws: Workspace, root:
     outcome = commit(plan)
     assert (outcome.status, outcome.written) == ("applied", ())
     assert path.stat().st_mtime_ns == 1_000_000_000
+
+
+def test_a_plan_built_by_hand_is_checked_against_its_before_text(ws: Workspace, root: Path) -> None:
+    planned = _three_files(ws, root)
+    by_hand = EditPlan(planned.files, (), {})  # no ``read``: the file edits' ``before`` is what is checked
+    (root / "src" / "c.py").write_text("c = 33\n")
+    outcome = commit(by_hand)
+    assert (outcome.status, outcome.conflicts) == ("conflict", ("src/c.py",))
+    assert (root / "src" / "a.py").read_text() == "a = 1\n"
