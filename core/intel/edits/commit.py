@@ -256,14 +256,14 @@ def _precheck(plan: EditPlan, fs: FileSystem, display: Callable[[str], str]) -> 
             problems.append(
                 (display(path), "its path now resolves elsewhere (a symbolic link appeared); not followed")
             )
-    expected = plan.digests()
+    digests = plan.digests()
     moved = {op.file.absolute for op in plan.resources} | {
         op.new_file.absolute for op in plan.resources if op.new_file is not None
     }
     for file_edit in plan.files:  # a plan built by hand, without ``read``: its ``before`` is the check
         if file_edit.file.absolute not in moved:
-            expected.setdefault(file_edit.file.absolute, text_digest(file_edit.before))
-    for path, digest in expected.items():
+            digests.setdefault(file_edit.file.absolute, text_digest(file_edit.before))
+    for path, digest in digests.items():
         data = fs.read_bytes(path)
         if data is None:
             problems.append((display(path), "it is gone or unreadable"))
