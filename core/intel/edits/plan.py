@@ -49,8 +49,6 @@ PathKind = Literal["file", "directory", "missing"]
 
 #: ``TextEdit.insertTextFormat`` value of a snippet (rust-analyzer's pre-3.18 ``SnippetTextEdit``).
 _SNIPPET_FORMAT: Final = 2
-#: Far past any line's end: :meth:`LineIndex.offset` clamps it to the end of the line.
-_LINE_END: Final = 1 << 62
 
 
 @dataclass(frozen=True, slots=True)
@@ -246,9 +244,9 @@ def _offset(index: LineIndex, position: tuple[int, int], encoding: PositionEncod
             "the edit was made against another version of the file; ask for the edit again"
         )
     offset = index.offset(line, character, encoding)
-    if index.position(offset, encoding) != (line, character) and offset != index.offset(
-        line, _LINE_END, encoding
-    ):
+    text = index.text
+    at_line_end = offset >= len(text) or text[offset] in "\r\n"
+    if not at_line_end and index.position(offset, encoding) != (line, character):
         raise EditRejected(
             f"text edit {what} at {line}:{character} falls inside a character in {encoding.value} "
             "(the server and the file disagree on the text); ask for the edit again"
