@@ -171,7 +171,12 @@ class DiskFileSystem:
         try:
             os.link(path, kept, follow_symlinks=False)
         except OSError:  # no hard links here (some file systems, another device): a copy keeps the bytes
-            shutil.copy2(path, kept, follow_symlinks=False)
+            try:
+                shutil.copy2(path, kept, follow_symlinks=False)
+            except BaseException:
+                with contextlib.suppress(OSError):
+                    os.unlink(kept)  # a half-made copy is nobody's file
+                raise
         return kept
 
     def aside_name(self, path: str) -> str:

@@ -340,3 +340,19 @@ def test_a_plan_built_by_hand_is_checked_against_its_before_text(ws: Workspace, 
     outcome = commit(by_hand)
     assert (outcome.status, outcome.conflicts) == ("conflict", ("src/c.py",))
     assert (root / "src" / "a.py").read_text() == "a = 1\n"
+
+
+def test_without_hard_links_the_originals_are_kept_as_copies(
+    ws: Workspace, root: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def refuse(*args: object, **kwargs: object) -> None:
+        raise OSError(errno.EPERM, "hard links not permitted here")
+
+    monkeypatch.setattr(os, "link", refuse)
+    before = _snapshot(root)
+    outcome = commit(_three_files(ws, root), fs=FailingDisk(fail_install=3))
+    assert outcome.status == "failed", outcome.message
+    assert _snapshot(root) == before  # bytes and modes back from the copies, no copy left
+    assert commit(_three_files(ws, root)).status == "applied"
+    assert (root / "src" / "c.py").read_text() == "C = 3\n"
+    assert set(_snapshot(root)) == set(before)
