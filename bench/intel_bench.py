@@ -82,7 +82,7 @@ def _bare_list(result: dict[str, Any]) -> str:
 
 
 async def bench_language(
-    language: str, folder: Path, home: Path, rounds: int, profile: bool = False
+    language: str, folder: Path, home: Path, rounds: int, profile: str | None = None
 ) -> dict[str, Any]:
     from kandev_lsp import TaskEnvironment
     from kandev_lsp.intel.dispatch import IntelContext
@@ -182,6 +182,9 @@ async def bench_language(
                     ),
                 )
             )
+        if profile is not None:
+            await _profile(call, ctx, [(t, p) for n, t, p, _ in cases if n.startswith(profile)], rounds)
+            return out
         rows = []
         for name, tool, payload, raw in cases:
             for _ in range(3):  # warm-up
@@ -219,6 +222,29 @@ async def bench_language(
     return out
 
 
+async def _profile(
+    call: Callable[[str, dict[str, Any], Any], Awaitable[dict[str, Any]]],
+    ctx: Any,
+    cases: list[tuple[str, dict[str, Any]]],
+    rounds: int,
+) -> None:
+    """cProfile of ``rounds`` warm calls of each case (the tool's own path: server time shows as waits)."""
+    import cProfile
+    import pstats
+
+    profiler = cProfile.Profile()
+    for tool, payload in cases:
+        for _ in range(3):
+            await call(tool, payload, ctx)
+        profiler.enable()
+        for _ in range(rounds):
+            await call(tool, payload, ctx)
+        profiler.disable()
+    stats = pstats.Stats(profiler, stream=sys.stderr)
+    stats.sort_stats("tottime").print_stats(35)
+    stats.sort_stats("cumulative").print_stats(45)
+
+
 async def install(home: Path) -> None:
     from stream_testkit import RealServers
 
@@ -236,6 +262,11 @@ def main() -> int:
     parser.add_argument("--modules", type=int, default=None, help="files per generated project (default 40)")
     parser.add_argument("--language", action="append", choices=["python", "typescript"])
     parser.add_argument("--json", action="store_true")
+    parser.add_argument(
+        "--profile",
+        metavar="CASE",
+        help="cProfile --rounds warm calls of the cases whose name starts with CASE (to stderr), no timing",
+    )
     args = parser.parse_args()
     rounds = args.rounds or (5 if args.quick else 30)
     modules = args.modules or (10 if args.quick else 40)
@@ -252,7 +283,9 @@ def main() -> int:
             folder = base / language
             folder.mkdir()
             (python_project if language == "python" else typescript_project)(folder, modules)
-            reports.append(asyncio.run(bench_language(language, folder, home, rounds)))
+            reports.append(asyncio.run(bench_language(language, folder, home, rounds, args.profile)))
+        if args.profile is not None:
+            return 0
     if args.json:
         print(json.dumps(reports, indent=2))
         return 0

@@ -46,13 +46,22 @@ def _entry_json(entry: SymbolEntry) -> dict[str, Any]:
     return out
 
 
-def document_outline(result: Any, *, limit: int = DEFAULT_LIMIT, query: str | None = None) -> dict[str, Any]:
+def document_outline(
+    result: Any,
+    *,
+    limit: int = DEFAULT_LIMIT,
+    query: str | None = None,
+    entries: list[SymbolEntry] | None = None,
+) -> dict[str, Any]:
     """``{symbols, totalFound, shown, truncated}`` for a ``documentSymbol`` answer.
 
     With ``query``, the symbols whose name or qualified name contains it (case-insensitive), flat, with
     ``qualifiedName``.
+
+    :param entries: ``flatten_symbols(result)`` when the caller has it already (a kept symbol tree).
     """
-    entries = flatten_symbols(result)
+    if entries is None:
+        entries = flatten_symbols(result)
     if query is not None or not _is_tree(result):
         if query is not None:
             needle = query.lower()

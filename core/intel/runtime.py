@@ -40,6 +40,7 @@ from typing import TYPE_CHECKING, Any, Final
 from kandev_lsp.intel.executor import Deadline, ProviderUnavailable
 from kandev_lsp.intel.notices import missing_server_notice
 from kandev_lsp.intel.text import MAX_TEXT_BYTES, Document
+from kandev_lsp.intel.watch import DiskWatch
 from kandev_lsp.intel.workspace import Root, Workspace, WorkspaceFile
 from kandev_lsp.lsp.positions import PositionEncoding
 from kandev_lsp.session import log_event
@@ -204,6 +205,9 @@ class ManagedServer:
     #: Disk stamps the last :meth:`refresh` took of seen files, by absolute path: the tool call's text
     #: reads (snippets, bodies) use them instead of a second ``stat`` of each file.
     checked: dict[str, tuple[int, int]] = field(default_factory=dict)
+    #: Which of those files changed on disk since the last :meth:`refresh` (inotify): only they get a
+    #: ``stat`` (every file still does where changes cannot be watched, B8.12).
+    disk_watch: DiskWatch = field(default_factory=DiskWatch)
     _lock: asyncio.Lock = field(default_factory=asyncio.Lock)
 
     @property
@@ -297,9 +301,14 @@ class ManagedServer:
         """Re-sync every open document and seen file changed on disk; returns how many changed."""
         async with self._lock:
             changed = 0
+            watch = self.disk_watch
+            watch.drain()
             for uri, synced in list(self.documents.items()):
                 document = synced.document
-                if document is None or _stamp(document.file.absolute) == synced.stamp:
+                if document is None:
+                    continue
+                path = document.file.absolute
+                if watch.unchanged(path, document.file.root.path) or _stamp(path) == synced.stamp:
                     continue
                 if not os.path.exists(document.file.absolute):
                     continue
@@ -309,6 +318,9 @@ class ManagedServer:
             moved: list[dict[str, Any]] = []
             checked: dict[str, tuple[int, int]] = {}
             for uri, (file, stamp) in list(self.seen.items()):
+                if watch.unchanged(file.absolute, file.root.path):
+                    checked[file.absolute] = stamp
+                    continue
                 now = _stamp(file.absolute)
                 if now is not None:
                     checked[file.absolute] = now
@@ -392,6 +404,7 @@ class ManagedServer:
 
     async def stop(self) -> None:
         """``shutdown``, ``exit``, then stop the process tree (K16.2)."""
+        self.disk_watch.close()
         with contextlib.suppress(Exception):
             if not self.client.closed:
                 await self.client.shutdown(timeout=2.0)

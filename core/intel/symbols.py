@@ -10,13 +10,15 @@ odd entry must not hide the good ones.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from dataclasses import dataclass
+from collections.abc import Hashable, Iterator
+from dataclasses import dataclass, field
 from typing import Any, Final, TypeGuard
 
 __all__ = [
     "SYMBOL_KINDS",
     "SymbolEntry",
+    "SymbolTree",
+    "SymbolTrees",
     "enclosing_symbol",
     "flatten_symbols",
     "kind_name",
@@ -172,3 +174,58 @@ def enclosing_symbol(entries: list[SymbolEntry], line: int) -> SymbolEntry | Non
         ):
             best = entry
     return best
+
+
+@dataclass(slots=True)
+class SymbolTree:
+    """One ``documentSymbol`` answer and the exact document text it describes."""
+
+    #: The document object the answer was asked for (compared by identity, see :class:`SymbolTrees`).
+    document: object
+    value: Any
+    _entries: list[SymbolEntry] | None = field(default=None, repr=False)
+
+    @property
+    def entries(self) -> list[SymbolEntry]:
+        """The flattened answer, made once (entries are values: callers never mutate them)."""
+        if self._entries is None:
+            self._entries = flatten_symbols(self.value)
+        return self._entries
+
+
+class SymbolTrees:
+    """``documentSymbol`` answers kept per open document while its text is unchanged (issue 9 overhead).
+
+    A symbol target needs the document's symbol tree, and asking for it on every call added a whole server
+    round trip to a cheap read (callers: documentSymbol, then prepareCallHierarchy and incomingCalls). The
+    tree describes the document's text alone, so it is kept per (server, URI) *with the document object it
+    was asked for*: the server's re-sync makes a new document for every text it sends (a new version, after
+    a change on disk or an edit), and a restarted server has new ones, so an entry is used only while the
+    server still has exactly the text the tree was computed from (B8.12 unchanged). Empty answers are not
+    kept (a server that is still loading may answer ``[]``). Bounded: the least recently used go first.
+    """
+
+    def __init__(self, max_documents: int = 64) -> None:
+        self._entries: dict[Hashable, SymbolTree] = {}
+        self._max = max_documents
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def get(self, key: Hashable, document: object) -> SymbolTree | None:
+        """The tree of ``document`` under ``key``, or None when none is kept for that very document."""
+        tree = self._entries.pop(key, None)
+        if tree is None or tree.document is not document:
+            return None
+        self._entries[key] = tree  # most recently used last
+        return tree
+
+    def put(self, key: Hashable, document: object, value: Any) -> SymbolTree:
+        """Keep ``value`` (a ``documentSymbol`` answer) for ``document``; returns it as a tree either way."""
+        tree = SymbolTree(document, value)
+        self._entries.pop(key, None)
+        if isinstance(value, list) and value:
+            self._entries[key] = tree
+            while len(self._entries) > self._max:
+                del self._entries[next(iter(self._entries))]
+        return tree

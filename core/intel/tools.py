@@ -36,7 +36,7 @@ from kandev_lsp.intel.outline import document_outline, workspace_symbols
 from kandev_lsp.intel.output import LocationOptions, build_locations, normalize_locations
 from kandev_lsp.intel.runtime import ManagedServer, ServerMissing, ServerPool
 from kandev_lsp.intel.snapshots import FileDiagnostics, diagnostic_snapshot
-from kandev_lsp.intel.symbols import enclosing_symbol, flatten_symbols
+from kandev_lsp.intel.symbols import SymbolTree, SymbolTrees, enclosing_symbol
 from kandev_lsp.intel.targets import ResolvedTarget, Target, resolve_target
 from kandev_lsp.intel.text import Document, StampedTexts, TextCache
 from kandev_lsp.intel.workspace import WorkspaceFile
@@ -84,6 +84,8 @@ class LspReadTools:
         self.workspace = pool.workspace
         #: Texts of files not open in a server (snippets, bodies), kept across calls by disk stamp.
         self.disk = StampedTexts()
+        #: ``documentSymbol`` answers per (server, URI), used while the server has the same document text.
+        self.symbol_trees = SymbolTrees()
 
     # -- shared steps --------------------------------------------------------------------------------------
     async def _ask(
@@ -136,15 +138,21 @@ class LspReadTools:
 
     async def _symbols(
         self, server: ManagedServer, document: Document, deadline: Deadline, ctx: IntelContext
-    ) -> Any:
-        value, _ = await self._value(
-            server,
-            "textDocument/documentSymbol",
-            {"textDocument": {"uri": document.file.uri}},
-            deadline,
-            ctx,
-        )
-        return value
+    ) -> SymbolTree:
+        """The document's symbol tree: asked once per document text the server has (re-synced first by
+        the caller), then reused by later calls until the text changes (:class:`SymbolTrees`)."""
+        key = (id(server), document.file.uri)
+        tree = self.symbol_trees.get(key, document)
+        if tree is None:
+            value, _ = await self._value(
+                server,
+                "textDocument/documentSymbol",
+                {"textDocument": {"uri": document.file.uri}},
+                deadline,
+                ctx,
+            )
+            tree = self.symbol_trees.put(key, document, value)
+        return tree
 
     async def _target(
         self, target: Target, first_match: bool, deadline: Deadline, ctx: IntelContext
@@ -153,7 +161,7 @@ class LspReadTools:
         server, document = await self._prepare(file, deadline)
         symbols = None
         if target.symbol is not None:
-            symbols = flatten_symbols(await self._symbols(server, document, deadline, ctx))
+            symbols = (await self._symbols(server, document, deadline, ctx)).entries
         return server, resolve_target(target, document, symbols, server.encoding, first_match=first_match)
 
     def _texts(self, server: ManagedServer) -> TextCache:
@@ -210,8 +218,11 @@ class LspReadTools:
             if args.path is not None:
                 file = self.workspace.resolve(args.path, args.root_id)
                 server, document = await self._prepare(file, deadline)
-                value = await self._symbols(server, document, deadline, ctx)
-                return {"path": file.display, **document_outline(value, limit=args.limit, query=args.query)}
+                tree = await self._symbols(server, document, deadline, ctx)
+                return {
+                    "path": file.display,
+                    **document_outline(tree.value, limit=args.limit, query=args.query, entries=tree.entries),
+                }
             assert args.query is not None
             servers = await self._workspace_servers(deadline)
             answers: list[Any] = []
@@ -286,9 +297,9 @@ class LspReadTools:
             if args.include_body:  # declarations' ranges from each file's symbols (10 files at most)
                 for file in list({f.absolute: f for f in files}.values())[:10]:
                     synced = await server.sync(file)
-                    outline_cache[file.absolute] = flatten_symbols(
+                    outline_cache[file.absolute] = (
                         await self._symbols(server, synced, deadline, ctx)
-                    )
+                    ).entries
                 texts = self._texts(server)
             locations = build_locations(
                 raw,

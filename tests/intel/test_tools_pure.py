@@ -66,3 +66,35 @@ def test_tool_logs_carry_counts_and_states_never_paths_or_messages(
     assert "event=intel_tool" in line and "tool=code_diagnostics" in line
     assert "total=1" in line and "coverage=complete" in line and "attempts=2" in line
     assert "secret_name" not in line and "token_value" not in line
+
+
+def _symbol(name: str, line: int) -> dict[str, object]:
+    span = {"start": {"line": line, "character": 0}, "end": {"line": line, "character": 9}}
+    return {"name": name, "kind": 12, "range": span, "selectionRange": span}
+
+
+def test_a_symbol_tree_is_kept_for_its_document_object_only() -> None:
+    from kandev_lsp.intel.symbols import SymbolTrees
+
+    trees = SymbolTrees(max_documents=2)
+    first, resynced = object(), object()  # the server's document before and after a re-sync
+    kept = trees.put("a", first, [_symbol("greet", 3)])
+    assert trees.get("a", first) is kept and [e.name for e in kept.entries] == ["greet"]
+    assert kept.entries is kept.entries  # flattened once
+    assert trees.get("a", resynced) is None  # another text of the same URI: asked again
+    assert trees.get("a", first) is None  # and the stale tree is gone
+    assert trees.put("b", first, []).entries == [] and trees.get("b", first) is None  # empty: not kept
+    assert trees.put("c", first, None).value is None and len(trees) == 0
+
+
+def test_symbol_trees_are_bounded_least_recently_used_first() -> None:
+    from kandev_lsp.intel.symbols import SymbolTrees
+
+    trees = SymbolTrees(max_documents=2)
+    docs = {key: object() for key in "abc"}
+    trees.put("a", docs["a"], [_symbol("x", 0)])
+    trees.put("b", docs["b"], [_symbol("y", 0)])
+    assert trees.get("a", docs["a"]) is not None  # a is now the most recently used
+    trees.put("c", docs["c"], [_symbol("z", 0)])
+    assert len(trees) == 2 and trees.get("b", docs["b"]) is None
+    assert trees.get("a", docs["a"]) is not None and trees.get("c", docs["c"]) is not None

@@ -1,0 +1,123 @@
+"""What a tool call costs beyond its server request (issue 9 overhead goal), on real pyright: requests a
+repeated call no longer makes, and the re-sync rules (B8.12) that still make them when the file changed."""
+
+from __future__ import annotations
+
+import asyncio
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import pytest
+from intel_projects import PYTHON, write
+from kandev_lsp import TaskEnvironment
+from kandev_lsp.intel.dispatch import IntelContext
+from kandev_lsp.intel.runtime import ManagedServer
+from kandev_lsp.intel.service import IntelService
+from stream_testkit import TAG_VARIABLE, RealServers
+
+pytestmark = [pytest.mark.real_server, pytest.mark.network_registry, pytest.mark.timeout(300)]
+
+SLOW = IntelContext(deadline=90)
+SYMBOLS = "textDocument/documentSymbol"
+
+
+def _count_requests(server: ManagedServer) -> Counter[str]:
+    """Count the requests the tools send to ``server`` from now on, by method."""
+    sent: Counter[str] = Counter()
+    request = server.request
+
+    async def counted(method: str, params: Any, timeout: float) -> Any:
+        sent[method] += 1
+        return await request(method, params, timeout)
+
+    server.request = counted  # type: ignore[method-assign]
+    return sent
+
+
+async def _symbol_tree_checks(folder: Path, real_servers: RealServers, tag: str) -> None:
+    env = TaskEnvironment.from_agent({**real_servers.overrides(), TAG_VARIABLE: tag})
+    callers = {"target": {"path": "lib.py", "symbol": "greet"}, "kind": "callers"}
+    async with IntelService.open([folder], env=env) as service:
+        first = await service.dispatch("code_hierarchy", callers, SLOW)
+        assert first["ok"] and first["target"]["line"] == 11, first
+        sent = _count_requests(service.pool.servers[0])
+        again = [await service.dispatch("code_hierarchy", callers, SLOW) for _ in range(3)]
+        assert [a["items"] for a in again] == [first["items"]] * 3
+        outline = await service.dispatch("code_symbols", {"path": "lib.py"}, SLOW)
+        assert "greet" in [s["name"] for s in outline["symbols"]], outline
+        # The unchanged document's symbols were asked once, by the first call, for all five calls.
+        assert sent[SYMBOLS] == 0 and sent["textDocument/prepareCallHierarchy"] == 3, sent
+        # Touched without a change (same text): still the same document, nothing asked.
+        lib = folder / "lib.py"
+        lib.write_text(lib.read_text())
+        await service.dispatch("code_hierarchy", callers, SLOW)
+        assert sent[SYMBOLS] == 0, sent
+        # The agent edits the file on disk: re-synced, and its symbols are asked again (once).
+        lib.write_text("\n\n" + lib.read_text())
+        moved = [await service.dispatch("code_hierarchy", callers, SLOW) for _ in range(2)]
+        assert [m["target"]["line"] for m in moved] == [13, 13], moved
+        assert sent[SYMBOLS] == 1, sent
+        # A symbol target in another file has its own tree.
+        main = await service.dispatch(
+            "code_navigate", {"target": {"path": "app.py", "symbol": "main"}, "kind": "definition"}, SLOW
+        )
+        assert main["ok"], main
+        assert sent[SYMBOLS] == 2, sent
+
+
+def test_a_documents_symbols_are_asked_once_per_text(
+    tmp_path: Path, real_servers: RealServers, tag: str
+) -> None:
+    asyncio.run(_symbol_tree_checks(write(tmp_path / "py", PYTHON), real_servers, tag))
+
+
+async def _stat_checks(
+    folder: Path, real_servers: RealServers, tag: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from kandev_lsp.intel import runtime
+
+    env = TaskEnvironment.from_agent({**real_servers.overrides(), TAG_VARIABLE: tag})
+    references = {"target": {"path": "lib.py", "line": 11, "matchText": "greet"}, "kind": "references"}
+    stats: list[str] = []
+    stamp = runtime._stamp
+
+    def counted(path: str) -> tuple[int, int] | None:
+        stats.append(path)
+        return stamp(path)
+
+    async with IntelService.open([folder], env=env) as service:
+        first = await service.dispatch("code_navigate", references, SLOW)
+        assert first["totalFound"] == 5 + 3 * MODULES, first  # an import and two calls each
+        await service.dispatch("code_navigate", references, SLOW)  # the seen files are now watched
+        monkeypatch.setattr(runtime, "_stamp", counted)
+        for _ in range(3):
+            again = await service.dispatch("code_navigate", references, SLOW)
+            assert again["files"] == first["files"]
+        # Before: one stat per open document and per file seen in an answer (2 + MODULES + 1) per call.
+        assert len(stats) <= 3, f"{len(stats)} stats in 3 warm calls"
+        # The agent edits a seen file with plain file tools: announced before the next query, which
+        # answers about the new text (greet's calls two lines further down).
+        edited = folder / "mod3.py"
+        edited.write_text("\n\n" + edited.read_text())
+        stats.clear()
+        moved = await service.dispatch("code_navigate", references, SLOW)
+        assert any(p.endswith("mod3.py") for p in stats), stats  # the one changed file
+        lines = {(g["path"], loc["line"]) for g in moved["files"] for loc in g["locations"]}
+        assert ("mod3.py", 7) in lines and ("mod3.py", 5) not in lines, moved
+
+
+MODULES = 12
+
+
+def test_a_warm_call_stats_only_the_files_that_changed(
+    tmp_path: Path, real_servers: RealServers, tag: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    files = dict(PYTHON)
+    for n in range(MODULES):
+        files[f"mod{n}.py"] = (
+            f"from lib import greet\n\n\ndef use{n}(x: str) -> str:\n"
+            "    first = greet(x)\n    return first + greet(x, True)\n"
+        )
+    folder = write(tmp_path / "py", files)
+    asyncio.run(_stat_checks(folder, real_servers, tag, monkeypatch))

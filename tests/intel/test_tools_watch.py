@@ -1,0 +1,155 @@
+"""DiskWatch: the re-sync before each tool call (B8.12) takes a ``stat`` only of the files inotify says
+changed. Every way a file can change under the tools must still make it "changed" (real files, real
+inotify; Linux only, as the watch itself)."""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from kandev_lsp.intel import watch as watch_module
+from kandev_lsp.intel.watch import DiskWatch
+
+pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="inotify is Linux's")
+
+
+@pytest.fixture
+def disk() -> Iterator[DiskWatch]:
+    watch = DiskWatch()
+    yield watch
+    watch.close()
+
+
+def _tree(tmp_path: Path) -> tuple[str, Path, Path]:
+    root = tmp_path / "root"
+    (root / "src" / "pkg").mkdir(parents=True)
+    target = root / "src" / "pkg" / "mod.py"
+    target.write_text("x = 1\n")
+    return os.path.realpath(root), Path(os.path.realpath(target)), Path(os.path.realpath(root / "src"))
+
+
+def _watched(disk: DiskWatch, path: Path, root: str) -> None:
+    """Ask about ``path`` until it is trusted: first answer False (take a stat), then True."""
+    disk.drain()
+    assert not disk.unchanged(str(path), root)  # never asked before: the caller takes its stat
+    disk.drain()
+    assert disk.unchanged(str(path), root) and disk.active
+
+
+def test_a_watched_file_is_unchanged_until_it_is_written(tmp_path: Path, disk: DiskWatch) -> None:
+    root, target, _ = _tree(tmp_path)
+    _watched(disk, target, root)
+    disk.drain()
+    assert disk.unchanged(str(target), root)  # nothing happened: no stat needed
+    target.write_text("x = 2\n")
+    disk.drain()
+    assert not disk.unchanged(str(target), root)
+    disk.drain()
+    assert disk.unchanged(str(target), root)  # that change was handled by the caller's stat
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        "touch",
+        "append",
+        "replace_by_rename",  # an editor's atomic save: a new inode at the path
+        "delete_and_recreate",
+        "write_through_a_hard_link",
+        "swap_for_a_symlink",
+    ],
+)
+def test_every_kind_of_change_is_reported(tmp_path: Path, disk: DiskWatch, change: str) -> None:
+    root, target, _ = _tree(tmp_path)
+    _watched(disk, target, root)
+    if change == "touch":
+        os.utime(target, ns=(1, 1))
+    elif change == "append":
+        with open(target, "a") as handle:
+            handle.write("y = 2\n")
+    elif change == "replace_by_rename":
+        staged = target.with_name("mod.py.tmp")
+        staged.write_text("x = 3\n")
+        os.replace(staged, target)
+    elif change == "delete_and_recreate":
+        target.unlink()
+        target.write_text("x = 4\n")
+    elif change == "write_through_a_hard_link":
+        elsewhere = tmp_path / "link.py"
+        os.link(target, elsewhere)
+        with open(elsewhere, "a") as handle:
+            handle.write("z = 5\n")
+    else:
+        (tmp_path / "outside.py").write_text("secret = 1\n")
+        target.unlink()
+        target.symlink_to(tmp_path / "outside.py")
+    disk.drain()
+    assert not disk.unchanged(str(target), root)
+    if change in ("replace_by_rename", "delete_and_recreate"):
+        # The new file at the path is watched afresh: its own later writes are reported too.
+        disk.drain()
+        assert disk.unchanged(str(target), root)
+        target.write_text("x = 6\n")
+        disk.drain()
+        assert not disk.unchanged(str(target), root)
+
+
+@pytest.mark.parametrize("swap", ["rename_folder", "folder_to_symlink"])
+def test_a_folder_on_the_path_replaced_makes_every_file_changed(
+    tmp_path: Path, disk: DiskWatch, swap: str
+) -> None:
+    root, target, src = _tree(tmp_path)
+    other = Path(root) / "other.py"
+    other.write_text("o = 1\n")
+    _watched(disk, target, root)
+    _watched(disk, other, root)
+    copy = tmp_path / "copy"
+    (copy / "pkg").mkdir(parents=True)
+    (copy / "pkg" / "mod.py").write_text("x = 'replaced'\n")
+    os.rename(src, tmp_path / "old-src")
+    if swap == "rename_folder":
+        os.rename(copy, src)  # the path now names another folder whose files were never watched
+    else:
+        src.symlink_to(copy)
+    disk.drain()
+    assert not disk.unchanged(str(target), root)
+    assert not disk.unchanged(str(other), root)  # when in doubt, every file is checked
+
+
+def test_a_new_file_in_a_watched_folder_does_not_disturb_the_others(tmp_path: Path, disk: DiskWatch) -> None:
+    root, target, _ = _tree(tmp_path)
+    _watched(disk, target, root)
+    (target.parent / "new.py").write_text("n = 1\n")
+    (target.parent / "__pycache__").mkdir()
+    disk.drain()
+    assert disk.unchanged(str(target), root)
+
+
+def test_a_path_outside_its_root_is_never_trusted(tmp_path: Path, disk: DiskWatch) -> None:
+    root, _, _ = _tree(tmp_path)
+    outside = tmp_path / "outside.py"
+    outside.write_text("o = 1\n")
+    for _ in range(3):
+        disk.drain()
+        assert not disk.unchanged(str(outside), root)
+
+
+def test_without_inotify_every_file_is_checked(
+    tmp_path: Path, disk: DiskWatch, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(watch_module, "_INOTIFY", None)
+    root, target, _ = _tree(tmp_path)
+    for _ in range(3):
+        disk.drain()
+        assert not disk.unchanged(str(target), root)
+    assert not disk.active
+
+
+def test_an_overflowed_queue_makes_every_file_changed(tmp_path: Path, disk: DiskWatch) -> None:
+    root, target, _ = _tree(tmp_path)
+    _watched(disk, target, root)
+    header = watch_module._HEADER.pack(-1, watch_module.IN_Q_OVERFLOW, 0, 0)
+    assert not disk._apply(header)
