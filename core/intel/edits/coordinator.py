@@ -62,6 +62,9 @@ MIN_COMMAND_TIMEOUT: Final = 5.0
 #: Seconds after a command's answer during which its server's ``workspace/applyEdit`` is still its own.
 COMMAND_GRACE: Final = 0.3
 _EXECUTE: Final = "workspace/executeCommand"
+_WATCHED: Final = "workspace/didChangeWatchedFiles"
+#: ``FileChangeType`` values.
+_CREATED, _CHANGED, _DELETED = 1, 2, 3
 
 
 @dataclass(frozen=True, slots=True)
@@ -371,22 +374,52 @@ class MutationCoordinator:
         return conflicts
 
     async def _announce(self, plan: EditPlan) -> None:
-        """Tell the running servers what changed on disk: resources, then text (didChange + didSave)."""
+        """Tell the running servers what changed on disk (B3.7): file operations where they registered
+        for them; for an open document a full-text ``didChange`` (the pool's sync path) then ``didSave``
+        where ``textDocumentSync.save`` asks; for a file the server does not have open, a
+        ``workspace/didChangeWatchedFiles`` event where it watches files (it may have read the file from
+        disk, as pyright does for imported modules)."""
+        events: list[tuple[WorkspaceFile, int]] = []
         for op in plan.resources:
+            if op.skipped:
+                continue
             for server in self.pool.servers:
-                await server.notify_file_operation(op.kind, op.file, op.new_file)
+                if not server.client.closed:
+                    await server.notify_file_operation(op.kind, op.file, op.new_file)
+            if op.kind == "create":
+                events.append((op.file, _CREATED))
+            elif op.kind == "delete":
+                events.append((op.file, _DELETED))
+            elif op.new_file is not None:
+                events += [(op.file, _DELETED), (op.new_file, _CREATED)]
+        opened: list[tuple[ManagedServer, WorkspaceFile]] = []
         for item in plan.files:
             for server in self._servers_owning(item.file):
-                if server.client.closed:
-                    continue
                 if item.file.uri in server.documents and os.path.exists(item.file.absolute):
-                    await server.sync(item.file)  # a full-text didChange with the next version
-                    await server.notify_saved(item.file)
-                else:
-                    server.saw([item.file])
+                    opened.append((server, item.file))
+                elif item.file.uri not in server.seen:  # a seen file is announced by refresh() below
+                    events.append((item.file, _CHANGED))
+        # Files first, then documents: a document's new text may import a file created or moved just
+        # now, and a server that analyses it before hearing of the file reports the import unresolved.
+        for server in self.pool.servers:
+            changes = [
+                {"uri": file.uri, "type": kind}
+                for file, kind in events
+                if server in self._servers_owning(file)
+            ]
+            if (
+                changes
+                and not server.client.closed
+                and server.client.endpoint.registrations.for_method(_WATCHED)
+            ):
+                await server.client.notify(_WATCHED, {"changes": changes})
+        for server, file in opened:
+            if not server.client.closed:
+                await server.sync(file)  # a full-text didChange with the next version
+                await server.notify_saved(file)
         for server in self.pool.servers:
             if not server.client.closed:
-                await server.refresh()  # files it only saw: didChangeWatchedFiles, or opened afresh
+                await server.refresh()  # files it saw in answers: didChangeWatchedFiles, or opened afresh
 
     async def _run_commands(
         self, pending: PendingMutation, deadline: Deadline

@@ -222,11 +222,40 @@ async def _refusals(folder: Path, real_servers: RealServers, tag: str) -> None:
         assert auto["ok"] and auto["applied"] and "transactionId" not in auto, auto
         assert "def hello(" in (folder / "lib.py").read_text()
 
+        # A module renamed (a resource operation) with its import updated: pyright is told the file moved
+        # (didChangeWatchedFiles), so the new import resolves and nothing is introduced.
+        app = workspace.resolve("app.py")
+        first = (folder / "app.py").read_text().splitlines()[0]
+        assert first == "from lib import Dog, hello", first
+        zoo = (folder / "zoo.py").as_uri()
+
+        def move(uri: str) -> dict[str, Any]:
+            span = {"start": {"line": 0, "character": 0}, "end": {"line": 0, "character": len(first)}}
+            return {
+                "documentChanges": [
+                    {"kind": "rename", "oldUri": lib.uri, "newUri": zoo},
+                    {
+                        "textDocument": {"uri": app.uri, "version": None},
+                        "edits": [{"range": span, "newText": "from zoo import Dog, hello"}],
+                    },
+                ]
+            }
+
+        parked = await coordinator.mutate("code_actions", [app], _edit(pool, app, move), AUTO)
+        assert parked["needsApproval"], parked  # a resource operation is never auto-approved
+        moved = await coordinator.approve(parked["transactionId"], True, SLOW)
+        assert moved["ok"], moved
+        assert moved["receipt"]["touched"] == ["app.py", "lib.py", "zoo.py"], moved["receipt"]
+        delta = moved["receipt"]["diagnostics"]
+        assert delta["counts"]["introduced"] == 0, delta
+        assert not (folder / "lib.py").exists() and "def hello(" in (folder / "zoo.py").read_text()
+        lib = workspace.resolve("zoo.py")
+
         # A server's workspace/applyEdit outside an approved command is refused.
         server = await pool.server_for(lib)
         answer = await coordinator.apply_server_edit(server, _insert(lib.uri, 0, "# sneaky\n"))
         assert answer["applied"] is False and "approved" in answer["failureReason"]
-        assert "sneaky" not in (folder / "lib.py").read_text()
+        assert "sneaky" not in (folder / "zoo.py").read_text()
 
 
 def test_conflict_expiry_decline_and_outside_edits(
