@@ -59,6 +59,8 @@ _log = logging.getLogger("kandev_lsp.intel")
 MAX_DIAGNOSTIC_FILES: Final = 40
 #: Seconds a command (``workspace/executeCommand``) may take at least, whatever is left of the deadline.
 MIN_COMMAND_TIMEOUT: Final = 5.0
+#: Seconds post-edit diagnostics may take at least, whatever is left of the call's deadline.
+POST_EDIT_WAIT: Final = 5.0
 #: Seconds after a command's answer during which its server's ``workspace/applyEdit`` is still its own.
 COMMAND_GRACE: Final = 0.3
 _EXECUTE: Final = "workspace/executeCommand"
@@ -323,13 +325,16 @@ class MutationCoordinator:
         await self._announce(plan)
         commands, run = await self._run_commands(pending, deadline)
         extra = tuple(run.files.values()) if run is not None else ()
-        after = await self._diagnostics(self._scope(scope, extra), deadline, ctx)
+        # The edit is on disk whatever the clock says: its diagnostics get a short budget of their own.
+        report = Deadline(max(deadline.remaining(), POST_EDIT_WAIT))
+        after = await self._diagnostics(self._scope(scope, extra), report, ctx)
         status = _freshness(after)
         delta = diagnostics_delta(
             {path: items for path, (items, _) in baseline.items()},
             {path: items for path, (items, _) in after.items()},
         )
         failed = [c for c in commands if c.get("status") != "ok"]
+        timed_out = [c for c in commands if c.get("status") == "timeout"]
         result: dict[str, Any] = {
             **pending.result,
             "ok": bool(plan.files or plan.resources or (run is not None and run.text_edits)) or not failed,
@@ -340,9 +345,18 @@ class MutationCoordinator:
         if failed:
             message = "; ".join(f"{c['command']}: {c['status']} ({c.get('error', '')})" for c in failed)
             result["notice" if result["ok"] else "error"] = f"command failed: {message}"
+        if timed_out:  # B8.8: the command may still be changing files
+            result.update(
+                ok=False,
+                status="uncertain",
+                error=(
+                    f"{timed_out[0]['command']} timed out: the server may still be changing files (its later "
+                    "edits are refused). Check the touched files (git status, git diff) before going on."
+                ),
+            )
         saved_state: SaveState = run.saved if run is not None else "saved"
         result["receipt"] = receipt(
-            outcome="applied",
+            outcome="uncertain" if timed_out else "applied",
             text_edits=plan.text_edit_count() + (run.text_edits if run is not None else 0),
             resources=[resource_entry(op) for op in plan.resources] + (run.resources if run else []),
             commands=commands,
@@ -453,7 +467,7 @@ class MutationCoordinator:
                     entry["status"] = "ok"
                     await run.settle(COMMAND_GRACE)
                 except (TimeoutError, LspError, ProviderUnavailable, ConnectionError) as error:
-                    entry["status"] = "timeout" if "timed out" in str(error).lower() else "error"
+                    entry["status"] = "timeout" if isinstance(error, TimeoutError) else "error"
                     entry["error"] = getattr(error, "message", None) or str(error) or type(error).__name__
                 entry["serverEdits"] = run.text_edits - before
                 entry["opaque"] = True  # what a command does besides its applyEdit requests is not seen

@@ -19,6 +19,8 @@ from kandev_lsp.intel.executor import Deadline
 from kandev_lsp.intel.runtime import ServerPool, file_operation_wanted, save_options
 from kandev_lsp.intel.workspace import Workspace
 from kandev_lsp.lifecycle import Lifecycle
+from kandev_lsp.lsp.errors import RequestTimeout, ResponseError
+from kandev_lsp.lsp.positions import PositionEncoding
 from kandev_lsp.taskenv import TaskEnvironment
 
 AUTO = IntelContext(auto_approve=True)
@@ -252,3 +254,60 @@ def test_file_operations_are_sent_only_where_the_filters_match() -> None:
         {"filters": [{"scheme": "untitled", "pattern": {"glob": "**"}}]}, "/w/a", False
     )
     assert not file_operation_wanted(None, "/w/a.ts", False)
+
+
+class _CommandServer:
+    """Fault injection: a server whose ``workspace/executeCommand`` fails (a real one rarely does)."""
+
+    encoding = PositionEncoding.UTF16
+
+    def __init__(self, error: Exception) -> None:
+        self.error = error
+        self.asked: list[tuple[str, Any]] = []
+
+    async def request(self, method: str, params: Any, timeout: float) -> Any:
+        self.asked.append((method, params))
+        raise self.error
+
+
+@pytest.mark.parametrize(
+    ("error", "ok", "status", "outcome"),
+    [
+        (RequestTimeout("workspace/executeCommand", 5.0), False, "uncertain", "uncertain"),
+        (ResponseError("workspace/executeCommand", -32603, "boom"), True, None, "applied"),
+    ],
+)
+def test_a_command_timeout_is_uncertain_and_a_failure_is_kept(
+    tmp_path: Path, error: Exception, ok: bool, status: str | None, outcome: str
+) -> None:
+    folder = _notes(tmp_path)
+    server = _CommandServer(error)
+
+    async def run() -> dict[str, Any]:
+        async with _coordinator(folder) as (workspace, coordinator):
+            a = workspace.resolve("a.txt")
+
+            async def fake_server(files: Any, deadline: Any) -> Any:
+                return server
+
+            coordinator._server_of = fake_server  # type: ignore[method-assign]
+            command = {"title": "Fix all", "command": "fix.all", "arguments": [1]}
+            edit = {"changes": {a.uri: [_insert(a.uri, "x")]}}
+            parked = await coordinator.mutate(
+                "code_actions", [a], _fixed(edit, commands=(command,), incomplete_diff=True), AUTO
+            )
+            assert parked["needsApproval"], parked  # a command is never auto-approved (B6.22, B7.4)
+            return await coordinator.approve(parked["transactionId"], True, AUTO)
+
+    result = asyncio.run(run())
+    assert server.asked == [("workspace/executeCommand", {"command": "fix.all", "arguments": [1]})]
+    assert result["ok"] is ok and result.get("status") == status, result
+    receipt = result["receipt"]
+    assert receipt["outcome"] == outcome and receipt["textEdits"] == 1 and receipt["saved"] == "saved"
+    assert receipt["commands"][0]["command"] == "Fix all"
+    assert receipt["commands"][0]["status"] == ("timeout" if status else "error")
+    assert (folder / "a.txt").read_text() == "xalpha\n"  # the edit part was applied either way
+    if ok:
+        assert "boom" in result["notice"]
+    else:
+        assert "timed out" in result["error"]
