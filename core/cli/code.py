@@ -116,6 +116,25 @@ def add_code_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentPars
     parser.set_defaults(handler=run_code)
 
 
+def dry_run(result: dict[str, Any]) -> dict[str, Any]:
+    """A parked mutation of a one-shot run: its transaction ends with this process, so the result says
+    "dry run" and how to apply instead of offering a ``transactionId`` nobody can approve."""
+    if not result.get("needsApproval"):
+        return result
+    result = {key: value for key, value in result.items() if key not in ("transactionId", "expiresInSeconds")}
+    result["dryRun"] = True
+    result["next"] = (
+        "nothing was written: a one-shot run cannot be approved later. Review the preview, then run the "
+        "same command with --auto-approve to apply it"
+        + (
+            " (this edit needs an explicit approval even then: use `kandev-lsp mcp`)"
+            if result.get("approvalReasons")
+            else ""
+        )
+    )
+    return result
+
+
 def run_code(args: argparse.Namespace) -> int:
     import asyncio
 
@@ -131,7 +150,7 @@ def run_code(args: argparse.Namespace) -> int:
             ctx = IntelContext(deadline=COLD_DEADLINE, auto_approve=args.auto_approve)
             return await service.dispatch(args.tool, payload, ctx)
 
-    result = asyncio.run(call())
+    result = dry_run(asyncio.run(call()))
     print_json(result)
     sys.stdout.flush()
     return 0 if result.get("ok") else 1

@@ -6,7 +6,9 @@ rules of :mod:`kandev_lsp.cli.mcp_approval`."""
 
 from __future__ import annotations
 
+import json
 import os
+import subprocess
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -279,3 +281,36 @@ def test_elicitation_decline_then_approve_all(tmp_path: Path, real_servers: Real
     )
     for result in out["results"]:
         assert "autoApproveAll" not in (result.structured_content or {})  # B2.6: never shown to the model
+
+
+# --- kandev-lsp code: a dry run unless --auto-approve ---------------------------------------------------
+
+
+@pytest.mark.real_server
+@pytest.mark.network_registry
+@pytest.mark.timeout(300)
+def test_code_command_is_a_dry_run_unless_auto_approve(
+    tmp_path: Path, real_servers: RealServers, tag: str
+) -> None:
+    folder = write(tmp_path / "py", PROJECT)
+    env = {**os.environ, **real_servers.overrides(), TAG_VARIABLE: tag}
+    env["KANDEV_LSP_SETTINGS"] = str(tmp_path / "no-settings.json")
+    payload = json.dumps({"target": {"path": "lib.py", "symbol": "greet"}, "newName": "salute"})
+    command = [KANDEV_LSP, "code", "code_rename", "--workspace", str(folder), "--json", payload]
+    before = _disk(folder)
+
+    dry = subprocess.run(command, capture_output=True, text=True, env=env, timeout=240, check=False)
+    assert dry.returncode == 0, dry.stderr
+    result = json.loads(dry.stdout)
+    assert result["dryRun"] is True and "transactionId" not in result and "--auto-approve" in result["next"]
+    assert "+def salute" in result["preview"]["diff"]
+    assert _disk(folder) == before
+
+    applied = subprocess.run(
+        [*command, "--auto-approve"], capture_output=True, text=True, env=env, timeout=240, check=False
+    )
+    assert applied.returncode == 0, applied.stderr
+    result = json.loads(applied.stdout)
+    assert "dryRun" not in result and result["receipt"]["saved"] == "saved", result
+    after = _disk(folder)
+    assert after["lib.py"].startswith("def salute(") and "salute('world')" in after["app.py"]
