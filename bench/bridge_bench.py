@@ -107,7 +107,10 @@ def serve_child(echo: str, workspace: str, loop: str) -> None:
             serve(echo_ws, "127.0.0.1", 0, compression=None, max_size=None) as floor,
         ):
             floor_url = f"ws://127.0.0.1:{floor.sockets[0].getsockname()[1]}/"
-            print(json.dumps({"url": server.url, "floor": floor_url}), flush=True)
+            import kandev_lsp
+
+            package = str(Path(kandev_lsp.__file__).parent.resolve())
+            print(json.dumps({"url": server.url, "floor": floor_url, "package": package}), flush=True)
             await asyncio.get_running_loop().run_in_executor(None, sys.stdin.read)
 
     run_loop(main(), loop)
@@ -211,6 +214,7 @@ class Result:
     p99: float
     rate: float
     cpu_per_mib: float = 0.0
+    cpu_per_trip: float = 0.0
 
 
 def percentile(values: list[float], fraction: float) -> float:
@@ -219,7 +223,16 @@ def percentile(values: list[float], fraction: float) -> float:
 
 
 def cpu_seconds(pid: int) -> float:
-    """User + system CPU time of a process so far (from /proc; 0 where there is none)."""
+    """CPU time of a process's threads so far, from the scheduler's nanosecond counters (``schedstat``);
+    from the tick-granular user + system times (10 ms steps) where those are missing; 0 for no process."""
+    try:
+        total = 0
+        for thread in os.listdir(f"/proc/{pid}/task"):
+            with open(f"/proc/{pid}/task/{thread}/schedstat") as handle:
+                total += int(handle.read().split()[0])
+        return total / 1e9
+    except (OSError, ValueError, IndexError):
+        pass
     try:
         with open(f"/proc/{pid}/stat") as handle:
             fields = handle.read().rsplit(")", 1)[1].split()
@@ -238,15 +251,17 @@ async def measure(
     try:
         body = message(size)
         await latencies(send, receive, body, max(5, plan["latency"] // 10))  # warm up
+        trip_before = cpu_seconds(server_pid) if server_pid else 0.0
         times = await latencies(send, receive, body, plan["latency"])
         cpu_before = cpu_seconds(server_pid) if server_pid else 0.0
+        cpu_per_trip = (cpu_before - trip_before) / plan["latency"]
         rate = await throughput(send, receive, body, plan["throughput"], plan["window"])
         cpu = cpu_seconds(server_pid) - cpu_before if server_pid else 0.0
     finally:
         await close()
     # CPU the server process spent per MiB carried both ways: independent of the machine's load.
     cpu_per_mib = cpu / (2 * size * plan["throughput"] / MIB) if server_pid else 0.0
-    return Result(statistics.median(times), percentile(times, 0.99), rate, cpu_per_mib)
+    return Result(statistics.median(times), percentile(times, 0.99), rate, cpu_per_mib, cpu_per_trip)
 
 
 def rss_of(pid: int) -> int:
@@ -309,7 +324,7 @@ async def run(quick: bool, loop: str, rounds: int) -> dict[str, Any]:
         assert server.stdout is not None and server.stdin is not None
         urls = json.loads(await server.stdout.readline())
         url, floor_url = urls["url"], urls["floor"]
-        report: dict[str, Any] = {"loop": loop, "rounds": rounds}
+        report: dict[str, Any] = {"loop": loop, "rounds": rounds, "package": urls["package"]}
         try:
             before, during = await idle_rss(url, server.pid, 8)
             report["rss"] = {"idle_server": before, "with_8_idle_connections": during}
@@ -337,6 +352,7 @@ async def run(quick: bool, loop: str, rounds: int) -> dict[str, Any]:
                         "p99": spread([r[name].p99 for r in per_round]),
                         "rate": spread([r[name].rate for r in per_round]),
                         "cpu_ms_per_mib": spread([r[name].cpu_per_mib * 1000 for r in per_round]),
+                        "cpu_us_per_trip": spread([r[name].cpu_per_trip * 1e6 for r in per_round]),
                     }
                 row["added_p50_ms"] = spread([(r["bridge"].p50 - r["direct"].p50) * 1000 for r in per_round])
                 row["p50_ratio"] = spread([r["bridge"].p50 / r["direct"].p50 for r in per_round])
@@ -409,6 +425,13 @@ def main() -> int:
             f"{cpu_bridge['median']:.2f} ms ({cpu_bridge['low']:.2f}-{cpu_bridge['high']:.2f}), plain "
             f"websockets echo {cpu_floor['median']:.2f} ms"
         )
+        trip_bridge, trip_floor = bridge["cpu_us_per_trip"], floor["cpu_us_per_trip"]
+        print(
+            f"{label}: server process CPU per round trip, one message in flight (what the p50 pays): bridge "
+            f"{trip_bridge['median']:.0f} us ({trip_bridge['low']:.0f}-{trip_bridge['high']:.0f}), plain "
+            f"websockets echo {trip_floor['median']:.0f} us; the bridge's own work "
+            f"{trip_bridge['median'] - trip_floor['median']:+.0f} us"
+        )
     rss = report["rss"]
     print(
         f"server RSS: {rss['idle_server'] / MIB:.1f} MiB idle, {rss['with_8_idle_connections'] / MIB:.1f} MiB "
@@ -427,6 +450,7 @@ def main() -> int:
     ]
     for text, met in goals:
         print(f"goal {'met' if met else 'MISSED'}: {text}")
+    print(f"server process imported kandev_lsp from {report['package']}")
     print(f"event loop: {report['loop']}; took {time.perf_counter() - started:.0f} s")
     return 0
 

@@ -4,9 +4,11 @@ The bridge is transport-neutral: a :class:`ClientChannel` hands it the client's 
 sends the server's. The WebSocket stream and the stdio ``run`` command each provide a channel and map
 the :class:`BridgeEnd` to a close code or an exit status. Four tasks run side by side:
 
-* server -> client: every message the session yields is sent to the client; a write that waits longer
-  than ``client_write_timeout`` ends the bridge (a watch task checks it), so a client that stops reading
-  never wedges the server's stdout reader for longer than that;
+* server -> client: the bridge's attachment to the session. While the client keeps up, the session's
+  reader writes each message to the client itself (the channel's non-waiting ``send_now``: no task
+  switch per message); what cannot be written at once is queued (bounded) and sent by this task, and a
+  write that waits longer than ``client_write_timeout`` ends the bridge (a watch task checks it). The
+  session's reader never waits for the client either way (K15.11);
 * client -> server: every client message goes to :meth:`ServerSession.send` (stdin cut-off included);
 * exit watch: when the server process exits, its remaining output is forwarded for up to
   ``exit_drain_timeout``, then the bridge ends even if a grandchild still holds the pipe open;
@@ -20,7 +22,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncGenerator
+from collections.abc import AsyncGenerator, Callable
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Protocol
@@ -54,6 +56,11 @@ class ClientChannel(Protocol):
         """Send one of the server's message bodies; raise :class:`ClientGone` when disconnected, and
         :class:`~kandev_lsp.protocol.ProtocolError` when the body cannot be carried (e.g. not UTF-8)."""
         ...
+
+    # Optional: ``send_now(body) -> bool``, the same send without waiting: True when written, False when
+    # it would have to wait (the body is then sent with ``send``); raises as ``send`` does. A channel
+    # that has it lets the session's reader write the server's messages itself while the client keeps
+    # up (:meth:`kandev_lsp.session.Attachment.write_directly`): no task switch per message.
 
 
 class BridgeEnd(StrEnum):
@@ -100,7 +107,20 @@ class _Progress:
 
 async def _server_to_client(session: ServerSession, client: ClientChannel, progress: _Progress) -> _Outcome:
     clock = asyncio.get_running_loop().time
-    messages = session.messages()
+    attachment = session.attach()
+    send_now: Callable[[bytes], bool] | None = getattr(client, "send_now", None)
+    if send_now is not None:
+
+        def write(body: bytes) -> bool:
+            if send_now(body):
+                progress.to_client += 1
+                return True
+            return False
+
+        # While this task waits with nothing queued, the session's reader writes each message itself:
+        # no task switch per message. Whatever cannot be written at once is queued and sent below.
+        attachment.write_directly(write)
+    messages = attachment.messages()
     try:
         async with contextlib.aclosing(messages):
             async for body in messages:

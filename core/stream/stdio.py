@@ -43,6 +43,21 @@ class StdioChannel:
         )
 
     async def send(self, body: bytes) -> None:
+        self._write(body)
+        try:
+            await self._writer.drain()
+        except (ConnectionError, RuntimeError):
+            raise ClientGone from None
+
+    def send_now(self, body: bytes) -> bool:
+        """Write ``body``'s frame if that needs no waiting: only while nothing is left unwritten from
+        before (the editor keeps up); False otherwise (:meth:`send` then writes it and waits)."""
+        if self._writer.transport.get_write_buffer_size():
+            return False
+        self._write(body)
+        return True
+
+    def _write(self, body: bytes) -> None:
         if self._writer.is_closing():
             raise ClientGone
         header = encode_header(len(body), self._limits.frame)
@@ -51,10 +66,6 @@ class StdioChannel:
         else:
             self._writer.write(header)
             self._writer.write(body)
-        try:
-            await self._writer.drain()
-        except (ConnectionError, RuntimeError):
-            raise ClientGone from None
 
     def close(self) -> None:
         with contextlib.suppress(Exception):

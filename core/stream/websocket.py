@@ -192,14 +192,35 @@ class WebSocketChannel:
         )
 
     async def send(self, body: bytes) -> None:
-        if not body.isascii():
-            try:
-                body.decode("utf-8")
-            except UnicodeDecodeError as exc:
-                raise MalformedMessage(
-                    f"the server sent a message that is not valid UTF-8 (byte {exc.start})"
-                ) from None
+        _check_outgoing(body)
         try:
             await self._ws.send(body, text=True)
         except ConnectionClosed:
             raise ClientGone from None
+
+    def send_now(self, body: bytes) -> bool:
+        """Send ``body`` as one text frame if that needs no waiting; False when it would (the transport is
+        over its high-water mark, or the connection is not open: :meth:`send` then waits or raises).
+
+        The non-waiting part of websockets' own ``send`` (frame the message, hand it to the transport),
+        without its two coroutines and context manager: the session's reader calls it for every message
+        of a client that keeps up (:meth:`kandev_lsp.session.Attachment.write_directly`).
+        """
+        ws = self._ws
+        if ws.paused or ws.send_in_progress is not None or ws.protocol.state is not State.OPEN:
+            return False
+        _check_outgoing(body)
+        ws.protocol.send_text(body)
+        ws.send_data()
+        return True
+
+
+def _check_outgoing(body: bytes) -> None:
+    """A text frame must be UTF-8 (ASCII, the usual case, is a fast scan)."""
+    if not body.isascii():
+        try:
+            body.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise MalformedMessage(
+                f"the server sent a message that is not valid UTF-8 (byte {exc.start})"
+            ) from None
