@@ -1,5 +1,10 @@
 """One code-intelligence session over a workspace: the pool, the wired tools and the dispatcher together.
 
+The read tools and the six mutating tools share one :class:`~kandev_lsp.intel.tools.LspReadTools` (target
+resolution, document sync, the executor); the mutations go through the workspace's one
+:class:`~kandev_lsp.intel.edits.coordinator.MutationCoordinator` (B7.1). ``mutations=False`` builds a
+read-only session: the mutating tools are then not offered at all (B2.2).
+
 The MCP server keeps one for its whole life (servers stay warm between calls); ``kandev-lsp code`` opens
 one for a single call (and pays the cold start); Python callers use it as an async context manager::
 
@@ -22,6 +27,7 @@ from kandev_lsp.intel.workspace import Workspace
 
 if TYPE_CHECKING:
     from kandev_lsp.host import PluginHost
+    from kandev_lsp.intel.mutations import MutatingTools
     from kandev_lsp.lifecycle import Lifecycle
     from kandev_lsp.settings import SettingsFile
     from kandev_lsp.taskenv import TaskEnvironment
@@ -37,6 +43,8 @@ class IntelService:
     pool: ServerPool
     dispatcher: Dispatcher
     lifecycle: Lifecycle
+    #: The mutating tools (None in a read-only session).
+    mutations: MutatingTools | None = None
 
     @classmethod
     def open(
@@ -51,8 +59,12 @@ class IntelService:
         max_servers: int = DEFAULT_MAX_SERVERS,
         install: bool = False,
         root_ids: Sequence[str] | None = None,
+        mutations: bool = True,
     ) -> IntelService:
-        """Build the service (nothing starts until the first tool call)."""
+        """Build the service (nothing starts until the first tool call).
+
+        :param mutations: offer the six mutating tools (each change previewed and approved, B3, B7).
+        """
         from kandev_lsp.host import PluginHost
         from kandev_lsp.lifecycle import Lifecycle
         from kandev_lsp.taskenv import TaskEnvironment
@@ -68,7 +80,15 @@ class IntelService:
             max_servers=max_servers,
             install=install,
         )
-        return cls(workspace, pool, Dispatcher(LspReadTools(pool), disabled=disabled), lifecycle)
+        reads = LspReadTools(pool)
+        mutating = None
+        if mutations:
+            from kandev_lsp.intel.edits.coordinator import MutationCoordinator
+            from kandev_lsp.intel.mutations import MutatingTools
+
+            mutating = MutatingTools(reads, MutationCoordinator(workspace, pool, reader=reads))
+        dispatcher = Dispatcher(reads, mutations=mutating, disabled=disabled)
+        return cls(workspace, pool, dispatcher, lifecycle, mutating)
 
     @property
     def intel(self) -> CodeIntel:

@@ -12,11 +12,25 @@ from __future__ import annotations
 import copy
 import os
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, Final
 
 from kandev_lsp.lsp.positions import CLIENT_POSITION_ENCODINGS
 
 __all__ = ["base_client_capabilities", "initialize_params", "merge_capabilities", "workspace_folder"]
+
+
+#: Code action kinds the client understands (LSP 3.17's base kinds; servers send sub-kinds of these).
+CODE_ACTION_KINDS: Final = (
+    "",
+    "quickfix",
+    "refactor",
+    "refactor.extract",
+    "refactor.inline",
+    "refactor.rewrite",
+    "source",
+    "source.organizeImports",
+    "source.fixAll",
+)
 
 
 def base_client_capabilities(*, apply_edit: bool = False, pull_diagnostics: bool = False) -> dict[str, Any]:
@@ -51,6 +65,18 @@ def base_client_capabilities(*, apply_edit: bool = False, pull_diagnostics: bool
             "callHierarchy": {},
             "typeHierarchy": {},
             "inlayHint": {},
+            # The intel mutating tools (issue 11): prepareRename's refusal, code actions as literals with
+            # their disabled reasons and lazy resolution, document and range formatting.
+            "rename": {"prepareSupport": True},
+            "codeAction": {
+                "codeActionLiteralSupport": {"codeActionKind": {"valueSet": list(CODE_ACTION_KINDS)}},
+                "isPreferredSupport": True,
+                "disabledSupport": True,
+                "dataSupport": True,
+                "resolveSupport": {"properties": ["edit", "command"]},
+            },
+            "formatting": {},
+            "rangeFormatting": {},
         },
     }
     if pull_diagnostics:
