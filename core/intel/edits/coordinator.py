@@ -212,7 +212,10 @@ class MutationCoordinator:
                 return self._finish(tool, started, await self._apply(pending, ctx, deadline))
             elicit = getattr(ctx, "elicit", None)
             if elicit is not None:
-                answer = await elicit(self._question(tool, pending), view)
+                try:
+                    answer = await elicit(self._question(tool, pending), view)
+                except Exception:  # a client that cannot ask gave no approval: park it instead
+                    answer = None
                 if answer is True:
                     return self._finish(
                         tool, started, await self._apply(pending, ctx, Deadline(ctx.deadline))
@@ -294,7 +297,7 @@ class MutationCoordinator:
             run.files.setdefault(touched.absolute, touched)
         for op in plan.resources:
             run.resources.append({**resource_entry(op), "fromCommand": True})
-        await self._announce(plan)
+        await self._announce_safely(plan)
         return {"applied": True}
 
     # -- steps ---------------------------------------------------------------------------------------------
@@ -322,7 +325,7 @@ class MutationCoordinator:
                 "error": outcome.message,
                 "receipt": self._receipt(pending, outcome.status, saved=saved),
             }
-        await self._announce(plan)
+        await self._announce_safely(plan)
         commands, run = await self._run_commands(pending, deadline)
         extra = tuple(run.files.values()) if run is not None else ()
         # The edit is on disk whatever the clock says: its diagnostics get a short budget of their own.
@@ -387,6 +390,14 @@ class MutationCoordinator:
                     break
         return conflicts
 
+    async def _announce_safely(self, plan: EditPlan) -> None:
+        """:meth:`_announce`; a server that fails meanwhile is left to the next call's re-sync (B8.12):
+        the files are written, and the receipt must still reach the caller."""
+        try:
+            await self._announce(plan)
+        except (LspError, ProviderUnavailable, ConnectionError, OSError) as error:
+            log_event(_log, "intel_mutation_notify_failed", logging.WARNING, error=type(error).__name__)
+
     async def _announce(self, plan: EditPlan) -> None:
         """Tell the running servers what changed on disk (B3.7): file operations where they registered
         for them; for an open document a full-text ``didChange`` (the pool's sync path) then ``didSave``
@@ -440,7 +451,10 @@ class MutationCoordinator:
     ) -> tuple[list[dict[str, Any]], _CommandRun | None]:
         if not pending.commands:
             return [], None
-        server = await self._server_of(pending.files, deadline)
+        try:
+            server = await self._server_of(pending.files, deadline)
+        except (ProviderUnavailable, ServerMissing, LspError, ConnectionError):
+            server = None
         if server is None:
             missing = [
                 {

@@ -311,3 +311,26 @@ def test_a_command_timeout_is_uncertain_and_a_failure_is_kept(
         assert "boom" in result["notice"]
     else:
         assert "timed out" in result["error"]
+
+
+def test_an_elicitation_that_fails_or_is_cancelled_parks_the_mutation(tmp_path: Path) -> None:
+    folder = _notes(tmp_path)
+
+    async def broken(message: str, preview: Any) -> bool | None:
+        raise ConnectionError("the client went away")
+
+    async def cancelled(message: str, preview: Any) -> bool | None:
+        return None
+
+    async def run() -> list[dict[str, Any]]:
+        async with _coordinator(folder) as (workspace, coordinator):
+            a = workspace.resolve("a.txt")
+            edit = {"changes": {a.uri: [_insert(a.uri, "x")]}}
+            return [
+                await coordinator.mutate("code_insert", [a], _fixed(edit), IntelContext(elicit=ask))
+                for ask in (broken, cancelled)
+            ]
+
+    for result in asyncio.run(run()):
+        assert result["ok"] and result["needsApproval"] and result["transactionId"], result
+    assert (folder / "a.txt").read_text() == "alpha\n"
