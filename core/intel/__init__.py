@@ -17,7 +17,10 @@ Rooms, each a small module with one concern:
 * :mod:`~kandev_lsp.intel.schemas`, :mod:`~kandev_lsp.intel.validation`, :mod:`~kandev_lsp.intel.arguments`,
   :mod:`~kandev_lsp.intel.dispatch`: the six read tools' schemas and ``dispatch(op, payload, ctx)`` (B2);
 * :mod:`~kandev_lsp.intel.summaries`: one-line result summaries (B9.4);
-* :mod:`~kandev_lsp.intel.api`: :class:`CodeIntel`, typed helpers over dispatch for Python callers.
+* :mod:`~kandev_lsp.intel.api`: :class:`CodeIntel`, typed helpers over dispatch for Python callers;
+* :mod:`~kandev_lsp.intel.mutations`: the six mutating tools (B6.16-B6.29) over the coordinator of
+  :mod:`~kandev_lsp.intel.edits`, with :mod:`~kandev_lsp.intel.actions` (code action handles) and
+  :mod:`~kandev_lsp.intel.placement` (where inserted and replacing text goes).
 
 Nothing here talks to a server: server answers come in as plain values or through async callables, so
 every rule is tested with plain values. The step that wires the tools to managed servers implements
@@ -26,19 +29,30 @@ every rule is tested with plain values. The step that wires the tools to managed
 
 from __future__ import annotations
 
-from kandev_lsp.intel.dispatch import Dispatcher, IntelContext, ReadTools, UnwiredTools
+from kandev_lsp.intel.dispatch import (
+    Dispatcher,
+    DispatchOutcome,
+    IntelContext,
+    MutationTools,
+    ReadTools,
+    UnwiredTools,
+)
 from kandev_lsp.intel.errors import IntelError
 from kandev_lsp.intel.executor import Deadline, Outcome, ProviderResult, ProviderUnavailable, run_provider
-from kandev_lsp.intel.schemas import TOOLS, ToolSpec
+from kandev_lsp.intel.schemas import ALL_TOOLS, MUTATING_TOOLS, TOOLS, ToolSpec
 from kandev_lsp.intel.targets import ResolvedTarget, Target, resolve_target
 from kandev_lsp.intel.workspace import Root, Workspace, WorkspaceFile
 
 __all__ = [
+    "ALL_TOOLS",
+    "MUTATING_TOOLS",
     "TOOLS",
     "Deadline",
+    "DispatchOutcome",
     "Dispatcher",
     "IntelContext",
     "IntelError",
+    "MutationTools",
     "Outcome",
     "ProviderResult",
     "ProviderUnavailable",

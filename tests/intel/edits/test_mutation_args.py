@@ -341,3 +341,33 @@ def test_mutation_summaries(tool: str, result: dict[str, Any], summary: str) -> 
         tool, MINIMAL[tool]
     )
     assert call(dispatcher, tool, payload)["summary"] == summary
+
+
+def test_code_intel_helpers_send_the_payloads_a_client_would() -> None:
+    from kandev_lsp.intel.api import CodeIntel
+
+    dispatcher, recorder = wired()
+    intel = CodeIntel(dispatcher)
+    f = Target("a.py", symbol="f")
+
+    async def calls() -> list[dict[str, Any]]:
+        return [
+            await intel.rename(f, "g"),
+            await intel.actions("a.ts", 2, end_line=3, only="quickfix", apply="Fix it"),
+            await intel.format("a.py", lines=(1, 4)),
+            await intel.insert(Target("a.py", line=1), "after", "x\n"),
+            await intel.replace(Target("a.py", line=2), "y\n", end_line=3),
+            await intel.replace_batch([(f, "z", None), (Target("b.py", line=1), "w", 2)]),
+            await intel.approve("code_rename", "t9", False),
+        ]
+
+    assert all(result["ok"] for result in asyncio.run(calls()))
+    assert recorder.calls == [
+        RenameArgs(f, "g"),
+        ActionsArgs("a.ts", None, 2, 3, "quickfix", "Fix it"),
+        FormatArgs("a.py", None, (1, 4)),
+        InsertArgs(Target("a.py", line=1), "after", "x\n"),
+        ReplaceArgs(Target("a.py", line=2), "y\n", 3),
+        ReplaceBatchArgs((ReplaceArgs(f, "z"), ReplaceArgs(Target("b.py", line=1), "w", 2))),
+        ("approve", "code_rename", "t9", False),
+    ]
