@@ -59,6 +59,9 @@ _log = logging.getLogger("kandev_lsp.intel")
 MAX_DIAGNOSTIC_FILES: Final = 40
 #: Seconds a command (``workspace/executeCommand``) may take at least, whatever is left of the deadline.
 MIN_COMMAND_TIMEOUT: Final = 5.0
+#: Files directly in the command's folders (its targets', its server's project root) whose changes a
+#: command's run observes at most (B6.23).
+MAX_OBSERVED: Final = 2000
 #: Seconds post-edit diagnostics may take at least, whatever is left of the call's deadline.
 POST_EDIT_WAIT: Final = 5.0
 #: Seconds after a command's answer during which its server's ``workspace/applyEdit`` is still its own.
@@ -417,13 +420,17 @@ class MutationCoordinator:
                 events.append((op.file, _DELETED))
             elif op.new_file is not None:
                 events += [(op.file, _DELETED), (op.new_file, _CREATED)]
+        await self._tell(events, [item.file for item in plan.files])
+
+    async def _tell(self, events: list[tuple[WorkspaceFile, int]], changed: Sequence[WorkspaceFile]) -> None:
+        """Announce ``events`` (file, ``FileChangeType``) and the ``changed`` files' new text."""
         opened: list[tuple[ManagedServer, WorkspaceFile]] = []
-        for item in plan.files:
-            for server in self._servers_owning(item.file):
-                if item.file.uri in server.documents and os.path.exists(item.file.absolute):
-                    opened.append((server, item.file))
-                elif item.file.uri not in server.seen:  # a seen file is announced by refresh() below
-                    events.append((item.file, _CHANGED))
+        for file in changed:
+            for server in self._servers_owning(file):
+                if file.uri in server.documents and os.path.exists(file.absolute):
+                    opened.append((server, file))
+                elif file.uri not in server.seen:  # a seen file is announced by refresh() below
+                    events.append((file, _CHANGED))
         # Files first, then documents: a document's new text may import a file created or moved just
         # now, and a server that analyses it before hearing of the file reports the import unresolved.
         for server in self.pool.servers:
@@ -446,6 +453,40 @@ class MutationCoordinator:
             if not server.client.closed:
                 await server.refresh()  # files it saw in answers: didChangeWatchedFiles, or opened afresh
 
+    async def _observe(
+        self, run: _CommandRun, before: Mapping[str, tuple[int, int]], folders: Sequence[str]
+    ) -> None:
+        """B6.23: files a command created, changed or deleted on disk by itself (not through
+        ``workspace/applyEdit``) in the folders it was watched in widen the receipt (as inexact
+        operations) and the post-edit diagnostics, and the servers are told."""
+        after = await asyncio.to_thread(_folder_stamps, folders)
+        events: list[tuple[WorkspaceFile, int]] = []
+        changed: list[WorkspaceFile] = []
+        for path in sorted(set(before) | set(after)):
+            if path in run.files or before.get(path) == after.get(path):
+                continue  # unchanged, or written by the applier (already counted)
+            try:
+                found: WorkspaceFile | None = self.workspace.from_absolute(path)
+            except IntelError:
+                found = None
+            if not isinstance(found, WorkspaceFile):
+                continue
+            if path not in before:
+                events.append((found, _CREATED))
+                run.resources.append(
+                    {"kind": "create", "path": found.display, "exact": False, "observed": True}
+                )
+            elif path not in after:
+                events.append((found, _DELETED))
+                run.resources.append(
+                    {"kind": "delete", "path": found.display, "exact": False, "observed": True}
+                )
+            else:
+                changed.append(found)
+            run.files.setdefault(path, found)
+        if events or changed:
+            await self._tell(events, changed)
+
     async def _run_commands(
         self, pending: PendingMutation, deadline: Deadline
     ) -> tuple[list[dict[str, Any]], _CommandRun | None]:
@@ -467,6 +508,8 @@ class MutationCoordinator:
             return missing, None
         run = _CommandRun(server)
         outcomes: list[dict[str, Any]] = []
+        folders = sorted({os.path.dirname(f.absolute) for f in pending.files} | {server.project_root})
+        stamps = await asyncio.to_thread(_folder_stamps, folders)
         self._command = run
         try:
             for command in pending.commands:
@@ -488,6 +531,10 @@ class MutationCoordinator:
                 outcomes.append(entry)
         finally:
             self._command = None
+        try:
+            await self._observe(run, stamps, folders)
+        except (LspError, ProviderUnavailable, ConnectionError, OSError) as error:
+            log_event(_log, "intel_mutation_notify_failed", logging.WARNING, error=type(error).__name__)
         if run.refused:
             outcomes.append(
                 {"command": "workspace/applyEdit", "status": "refused", "error": "; ".join(run.refused)}
@@ -618,6 +665,28 @@ class MutationCoordinator:
             duration_ms=round((time.monotonic() - started) * 1000, 1),
         )  # B8.14: counts and states only, never paths or text
         return result
+
+
+def _folder_stamps(folders: Iterable[str], limit: int = MAX_OBSERVED) -> dict[str, tuple[int, int]]:
+    """(mtime, size) of the regular files directly in ``folders`` (bounded): what a command may touch."""
+    stamps: dict[str, tuple[int, int]] = {}
+    for folder in folders:
+        try:
+            entries = os.scandir(folder)
+        except OSError:
+            continue
+        with entries:
+            for entry in entries:
+                try:
+                    if not entry.is_file(follow_symlinks=False):
+                        continue
+                    info = entry.stat(follow_symlinks=False)
+                except OSError:
+                    continue
+                stamps[os.path.realpath(entry.path)] = (info.st_mtime_ns, info.st_size)
+                if len(stamps) >= limit:
+                    return stamps
+    return stamps
 
 
 def _command_name(command: Mapping[str, Any]) -> str:

@@ -261,13 +261,21 @@ class _CommandServer:
 
     encoding = PositionEncoding.UTF16
 
-    def __init__(self, error: Exception) -> None:
+    def __init__(
+        self, error: Exception | None, project_root: str = "/nonexistent", effect: Any = None
+    ) -> None:
         self.error = error
+        self.project_root = project_root
+        self.effect = effect
         self.asked: list[tuple[str, Any]] = []
 
     async def request(self, method: str, params: Any, timeout: float) -> Any:
         self.asked.append((method, params))
-        raise self.error
+        if self.effect is not None:
+            self.effect()
+        if self.error is not None:
+            raise self.error
+        return None
 
 
 @pytest.mark.parametrize(
@@ -334,3 +342,42 @@ def test_an_elicitation_that_fails_or_is_cancelled_parks_the_mutation(tmp_path: 
     for result in asyncio.run(run()):
         assert result["ok"] and result["needsApproval"] and result["transactionId"], result
     assert (folder / "a.txt").read_text() == "alpha\n"
+
+
+def test_files_a_command_writes_by_itself_widen_the_receipt(tmp_path: Path) -> None:
+    """B6.23: a command that creates, changes and deletes files without workspace/applyEdit."""
+    folder = _notes(tmp_path)
+    (folder / "old.txt").write_text("old\n")
+
+    def effect() -> None:
+        (folder / "made.txt").write_text("new file\n")
+        (folder / "b.txt").write_text("beta, rewritten by the command\n")
+        (folder / "old.txt").unlink()
+
+    server = _CommandServer(None, str(folder), effect)
+
+    async def run() -> dict[str, Any]:
+        async with _coordinator(folder) as (workspace, coordinator):
+            a = workspace.resolve("a.txt")
+
+            async def fake_server(files: Any, deadline: Any) -> Any:
+                return server
+
+            coordinator._server_of = fake_server  # type: ignore[method-assign]
+            command = {"title": "Generate", "command": "gen"}
+            edit = {"changes": {a.uri: [_insert(a.uri, "x")]}}
+            parked = await coordinator.mutate(
+                "code_actions", [a], _fixed(edit, commands=(command,), incomplete_diff=True), AUTO
+            )
+            return await coordinator.approve(parked["transactionId"], True, AUTO)
+
+    result = asyncio.run(run())
+    assert result["ok"], result
+    receipt = result["receipt"]
+    assert receipt["touched"] == ["a.txt", "b.txt", "made.txt", "old.txt"], receipt
+    observed = [op for op in receipt["resourceOperations"] if op.get("observed")]
+    assert observed == [
+        {"kind": "create", "path": "made.txt", "exact": False, "observed": True},
+        {"kind": "delete", "path": "old.txt", "exact": False, "observed": True},
+    ]
+    assert receipt["commands"][0]["status"] == "ok" and receipt["commands"][0]["opaque"] is True
