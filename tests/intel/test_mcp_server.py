@@ -13,6 +13,7 @@ from typing import Any
 import anyio
 import pytest
 from intel_projects import PYTHON, write
+from kandev_lsp.intel.schemas import MUTATING_TOOLS
 from mcp import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 from stream_testkit import TAG_VARIABLE, RealServers
@@ -55,7 +56,10 @@ def test_mcp_server_over_stdio(tmp_path: Path, real_servers: RealServers, tag: s
     folder = write(tmp_path / "py", PYTHON)
     out = anyio.run(_session, folder, real_servers, tag)
     tools = out["tools"]
-    assert set(tools) == {"code_symbols", "code_navigate", "code_hover", "code_diagnostics"}
+    reads = {name for name, tool in tools.items() if tool.annotations.read_only_hint}
+    assert reads == {"code_symbols", "code_navigate", "code_hover", "code_diagnostics"}
+    # issue 11: the six mutating tools are listed too, and not as read-only
+    assert set(tools) - reads == {tool.name for tool in MUTATING_TOOLS}
     navigate = tools["code_navigate"]
     assert navigate.input_schema["type"] == "object" and "target" in navigate.input_schema["properties"]
     assert navigate.annotations.read_only_hint is True and navigate.annotations.destructive_hint is False
