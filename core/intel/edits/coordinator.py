@@ -25,6 +25,7 @@ Read tools never take the lock (B7.2): only mutations queue behind each other.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
 import logging
 import os
@@ -52,6 +53,9 @@ if TYPE_CHECKING:
     from kandev_lsp.intel.tools import LspReadTools
 
 __all__ = ["MAX_DIAGNOSTIC_FILES", "MutationCoordinator", "ProducedEdit"]
+
+#: Display path -> (problems, freshness of the server's diagnostics for the file's current text).
+_Diagnosed = dict[str, tuple[list[dict[str, Any]], str]]
 
 _log = logging.getLogger("kandev_lsp.intel")
 
@@ -156,6 +160,8 @@ class MutationCoordinator:
         self._fs = fs
         self._lock = asyncio.Lock()
         self._command: _CommandRun | None = None
+        #: Transaction id -> its diagnostics baseline, taken while the person reads the preview.
+        self._early: dict[str, asyncio.Task[_Diagnosed]] = {}
         # Servers started from now on offer workspace.applyEdit and send it here (B6.23).
         pool.edit_applier = self.apply_server_edit
 
@@ -214,18 +220,22 @@ class MutationCoordinator:
             if ctx.auto_approve and not required:
                 return self._finish(tool, started, await self._apply(pending, ctx, deadline))
             elicit = getattr(ctx, "elicit", None)
+            early = self._baseline_soon(pending, ctx)
             if elicit is not None:
                 try:
                     answer = await elicit(self._question(tool, pending), view)
                 except Exception:  # a client that cannot ask gave no approval: park it instead
                     answer = None
                 if answer is True:
-                    return self._finish(
-                        tool, started, await self._apply(pending, ctx, Deadline(ctx.deadline))
-                    )
+                    applied = await self._apply(pending, ctx, Deadline(ctx.deadline), early)
+                    return self._finish(tool, started, applied)
                 if answer is False:
+                    early.cancel()
                     return self._finish(tool, started, self._declined(pending, None))
             transaction_id = self.transactions.put(pending)
+            for stale in [t for t in self._early if self.transactions.peek(t) is None]:
+                self._early.pop(stale).cancel()  # expired, dropped or forgotten transactions
+            self._early[transaction_id] = early
             parked = {
                 **pending.result,
                 "ok": True,
@@ -253,10 +263,13 @@ class MutationCoordinator:
                 result = {**error.to_result(), "transactionId": transaction_id}
                 result["receipt"] = receipt(outcome="rejected")
                 return self._finish("approve", started, result)
+            early = self._early.pop(transaction_id, None)
             if not approve:
+                if early is not None:
+                    early.cancel()
                 self.transactions.settle(transaction_id, "declined")
                 return self._finish(pending.tool, started, self._declined(pending, transaction_id))
-            result = await self._apply(pending, ctx, Deadline(ctx.deadline))
+            result = await self._apply(pending, ctx, Deadline(ctx.deadline), early)
             self.transactions.settle(transaction_id, result["receipt"]["outcome"])
             result["transactionId"] = transaction_id
             return self._finish(pending.tool, started, result)
@@ -309,13 +322,33 @@ class MutationCoordinator:
             return EditPlan((), (), {})
         return plan_edit(edit, self.workspace, disk_text, encoding)
 
-    async def _apply(self, pending: PendingMutation, ctx: IntelContext, deadline: Deadline) -> dict[str, Any]:
+    def _baseline_soon(self, pending: PendingMutation, ctx: IntelContext) -> asyncio.Task[_Diagnosed]:
+        """Start taking the diagnostics baseline while the person reads the preview: the approval then
+        only waits for what is left of it. It stays valid: the apply first checks that no touched file
+        changed since the preview (a changed one is a conflict, and nothing is applied)."""
+        scope = self._scope(pending.files, pending.plan.touched())
+        return asyncio.ensure_future(self._diagnostics(scope, Deadline(ctx.deadline), ctx))
+
+    async def _apply(
+        self,
+        pending: PendingMutation,
+        ctx: IntelContext,
+        deadline: Deadline,
+        early: asyncio.Task[_Diagnosed] | None = None,
+    ) -> dict[str, Any]:
         plan = pending.plan
         conflicts = await self._revalidate(pending)
         if conflicts:
+            if early is not None:
+                early.cancel()
             return self._conflict(pending, conflicts)
         scope = self._scope(pending.files, plan.touched())
-        baseline = await self._diagnostics(scope, deadline, ctx)
+        baseline: _Diagnosed | None = None
+        if early is not None and not early.cancelled():
+            with contextlib.suppress(Exception):  # then taken afresh below
+                baseline = await early
+        if baseline is None:
+            baseline = await self._diagnostics(scope, deadline, ctx)
         outcome: CommitOutcome = await asyncio.to_thread(commit, plan, fs=self._fs)
         if outcome.status == "conflict":
             return self._conflict(pending, list(outcome.conflicts), outcome.message)
@@ -543,7 +576,7 @@ class MutationCoordinator:
 
     async def _diagnostics(
         self, files: Iterable[WorkspaceFile], deadline: Deadline, ctx: IntelContext
-    ) -> dict[str, tuple[list[dict[str, Any]], str]]:
+    ) -> _Diagnosed:
         """Display path -> (problems, freshness) for each file with a server; files without one are left
         out (never counted as "resolved")."""
 
