@@ -117,7 +117,7 @@ def action_entry(handle: ActionHandle) -> dict[str, Any]:
         entry["disabled"] = handle.disabled
     entry["hasEdit"] = edit_of(item) is not None
     entry["hasCommand"] = command_of(item) is not None
-    if needs_resolve(item):
+    if needs_resolve(item) and handle.disabled is None:
         entry["resolvedOnApply"] = True  # its edit/command is asked for when applied
     entry["sourceVersion"] = handle.version
     return entry

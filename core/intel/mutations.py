@@ -328,7 +328,7 @@ class MutatingTools:
         resolved = []
         budget = MAX_RESOLVED_ON_LISTING
         for handle in handles:
-            if budget and needs_resolve(handle.item) and self._resolvable(server):
+            if budget and needs_resolve(handle.item) and handle.disabled is None and self._resolvable(server):
                 budget -= 1
                 handle = await self._resolved(server, handle, deadline, ctx)
             resolved.append(handle)

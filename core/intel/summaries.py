@@ -64,13 +64,15 @@ def _mapping(value: Any) -> Mapping[str, Any]:
 
 
 def _change_size(result: Mapping[str, Any]) -> str:
-    """``4 edits in 2 files`` from the result, its preview or its receipt (whichever says)."""
+    """``4 edits in 2 files``: an applied change's receipt (it counts the edits a command made the server
+    apply too), else the preview, else the result's own counts."""
     preview, receipt = _mapping(result.get("preview")), _mapping(result.get("receipt"))
-    edits = result.get("edits", preview.get("edits", receipt.get("textEdits")))
-    files = result.get("files", preview.get("files"))
-    if not isinstance(files, int):
-        touched = receipt.get("touched")
-        files = len(touched) if isinstance(touched, list) else None
+    touched = receipt.get("touched")
+    if result.get("applied") and isinstance(receipt.get("textEdits"), int) and isinstance(touched, list):
+        edits, files = receipt["textEdits"], len(touched)
+    else:
+        edits = preview.get("edits", result.get("edits"))
+        files = preview.get("files", result.get("files"))
     if not isinstance(edits, int):
         return "the change"
     where = f" in {plural(files, 'file')}" if isinstance(files, int) else ""
@@ -89,7 +91,7 @@ def _mutation_summary(tool: str, result: Mapping[str, Any]) -> str:
         count = len(actions) if isinstance(actions, list) else 0
         notice = result.get("notice")
         return plural(count, "code action") if count or not notice else _first_line(str(notice))
-    if result.get("changed") is False or result.get("edits") == 0:
+    if result.get("changed") is False:
         return "no changes"
     if result.get("declined") or result.get("discarded"):
         return "discarded: nothing was changed"

@@ -326,7 +326,7 @@ def test_auto_approve_all_reaches_the_host_but_never_the_model() -> None:
             {"ok": True, "needsApproval": True, "transactionId": "t", "preview": {"files": 2, "edits": 4}},
             "needs approval: 4 edits in 2 files",
         ),
-        ("code_format", {"ok": True, "edits": 0, "files": 0}, "no changes"),
+        ("code_format", {"ok": True, "changed": False}, "no changes"),
         ("code_actions", {"ok": True, "actions": [{}, {}, {}]}, "3 code actions"),
         (
             "code_replace",
