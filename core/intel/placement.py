@@ -135,8 +135,10 @@ def replace_range(
         start, end = resolved.range["start"], resolved.range["end"]
         last = document.line(end["line"])
         tail = last[document.column_index(end["line"], end["character"], encoding) :]
-        body = text[:-1] if text.endswith("\n") and not tail.strip() else text
-        if body.endswith("\r") and not tail.strip():
+        # A range ending at a line's start already holds the previous line's break: keep the text's.
+        ends_line = not tail.strip() and (end["character"] > 0 or end["line"] == start["line"])
+        body = text[:-1] if text.endswith("\n") and ends_line else text
+        if body.endswith("\r") and ends_line:
             body = body[:-1]
         return Placed(document, _edit(start, end, body), start["line"] + 1, end["line"] + 1)
     if resolved.confidence == "anchor" and end_line is None:

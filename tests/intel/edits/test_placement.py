@@ -141,6 +141,16 @@ def test_replace_ranges(
     assert placed.location() == {"path": "a.py", "line": lines[0], "endLine": lines[1]}
 
 
+def test_a_symbol_range_ending_at_a_line_start_keeps_the_text_break(tmp_path: Path) -> None:
+    (tmp_path / "d.py").write_text("def f():\n    pass\n\nx = 1\n")
+    source = (tmp_path / "d.py").read_text()
+    doc = Document(Workspace([tmp_path]).resolve("d.py"), source, version=1)
+    symbols = [{"name": "f", "kind": 12, "range": _range(0, 0, 2, 0), "selectionRange": _range(0, 4, 0, 5)}]
+    target = resolve_target(Target("d.py", symbol="f"), doc, flatten_symbols(symbols), UTF16)
+    placed = replace_range(target, "def f():\n    return 1\n", None, UTF16)
+    assert apply_text_edits(source, [placed.edit], UTF16) == "def f():\n    return 1\n\nx = 1\n"
+
+
 def test_a_line_range_past_the_end_is_refused(document: Document) -> None:
     with pytest.raises(TargetOutOfRange, match=r"endLine 12 is past the end of a.py"):
         replace_range(resolved(document, line=7), "x", 12, UTF16)
