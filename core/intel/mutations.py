@@ -444,5 +444,19 @@ class MutatingTools:
     async def approve(
         self, tool: str, transaction_id: str, approve: bool, ctx: IntelContext
     ) -> dict[str, Any]:
-        """Apply (after revalidation) or discard a parked change (B2.4); the coordinator's answer."""
+        """Apply (after revalidation) or discard a parked change (B2.4); the coordinator's answer.
+
+        A transaction answers to the tool that previewed it: another tool's call is refused without
+        consuming it (the model mixed up its calls; the right one can still approve it).
+        """
+        pending = self.coordinator.transactions.peek(transaction_id)
+        if pending is not None and pending.tool != tool:
+            return {
+                "ok": False,
+                "status": "rejected",
+                "error": f"transaction {transaction_id!r} is a pending {pending.tool} change, not a {tool} "
+                f"one: call {pending.tool} with it (it is still pending)",
+                "transactionId": transaction_id,
+                "receipt": receipt(outcome="rejected"),
+            }
         return await self.coordinator.approve(transaction_id, approve, ctx)

@@ -371,3 +371,30 @@ def test_code_intel_helpers_send_the_payloads_a_client_would() -> None:
         ReplaceBatchArgs((ReplaceArgs(f, "z"), ReplaceArgs(Target("b.py", line=1), "w", 2))),
         ("approve", "code_rename", "t9", False),
     ]
+
+
+def test_a_transaction_answers_only_to_the_tool_that_previewed_it() -> None:
+    from types import SimpleNamespace
+
+    from kandev_lsp.intel.edits.plan import EditPlan
+    from kandev_lsp.intel.edits.transactions import PendingMutation, TransactionStore
+    from kandev_lsp.intel.mutations import MutatingTools
+
+    store = TransactionStore()
+    transaction_id = store.put(
+        PendingMutation(tool="code_rename", plan=EditPlan((), (), {}), digests={}, bound={})
+    )
+    approved: list[str] = []
+
+    async def approve(tid: str, yes: bool, ctx: IntelContext) -> dict[str, Any]:
+        approved.append(tid)
+        return {"ok": True, "applied": True}
+
+    coordinator = SimpleNamespace(transactions=store, approve=approve)
+    tools = MutatingTools(SimpleNamespace(pool=None, workspace=None), coordinator)  # type: ignore[arg-type]
+    dispatcher = Dispatcher(UnwiredTools(), mutations=tools)
+    wrong = call(dispatcher, "code_format", {"transactionId": transaction_id, "approve": True})
+    assert not wrong["ok"] and "is a pending code_rename change, not a code_format one" in wrong["error"]
+    assert approved == [] and store.peek(transaction_id) is not None  # still pending
+    right = call(dispatcher, "code_rename", {"transactionId": transaction_id, "approve": True})
+    assert right["ok"] and approved == [transaction_id]
