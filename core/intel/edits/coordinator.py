@@ -368,10 +368,18 @@ class MutationCoordinator:
         report = Deadline(max(deadline.remaining(), POST_EDIT_WAIT))
         after = await self._diagnostics(self._scope(scope, extra), report, ctx)
         status = _freshness(after)
-        delta = diagnostics_delta(
-            {path: items for path, (items, _) in baseline.items()},
-            {path: items for path, (items, _) in after.items()},
-        )
+        # Files a command touched beyond the preview had no baseline: compared only when the command
+        # created them (nothing before), otherwise listed as not compared (never all "introduced").
+        created = {
+            entry.get("newPath", entry["path"])
+            for entry in (run.resources if run is not None else [])
+            if entry.get("kind") in ("create", "rename")
+        }
+        compared = {p: items for p, (items, _) in after.items() if p in baseline or p in created}
+        delta = diagnostics_delta({p: items for p, (items, _) in baseline.items()}, compared)
+        uncompared = sorted(set(after) - set(compared))
+        if uncompared:
+            delta["uncompared"] = uncompared[:MAX_DIAGNOSTIC_FILES]
         failed = [c for c in commands if c.get("status") != "ok"]
         timed_out = [c for c in commands if c.get("status") == "timeout"]
         result: dict[str, Any] = {

@@ -364,6 +364,23 @@ def test_files_a_command_writes_by_itself_widen_the_receipt(tmp_path: Path) -> N
                 return server
 
             coordinator._server_of = fake_server  # type: ignore[method-assign]
+            calls: list[list[str]] = []
+
+            async def fake_diagnostics(files: Any, deadline: Any, ctx: Any) -> Any:
+                """Diagnostics source stand-in: one error per file, and a new one in b.txt after."""
+                paths = sorted(f.display for f in files)
+                calls.append(paths)
+                error = {"severity": 1, "message": "bad", "line": 1}
+                after = len(calls) > 1
+                return {
+                    p: (
+                        [error, {**error, "message": "worse"}] if after and p == "b.txt" else [error],
+                        "current",
+                    )
+                    for p in paths
+                }
+
+            coordinator._diagnostics = fake_diagnostics  # type: ignore[method-assign]
             command = {"title": "Generate", "command": "gen"}
             edit = {"changes": {a.uri: [_insert(a.uri, "x")]}}
             parked = await coordinator.mutate(
@@ -381,3 +398,9 @@ def test_files_a_command_writes_by_itself_widen_the_receipt(tmp_path: Path) -> N
         {"kind": "delete", "path": "old.txt", "exact": False, "observed": True},
     ]
     assert receipt["commands"][0]["status"] == "ok" and receipt["commands"][0]["opaque"] is True
+    # Diagnostics: a.txt had a baseline (persisting), made.txt was created (introduced), b.txt was changed
+    # by the command without a baseline: not compared, never all "introduced".
+    delta = receipt["diagnostics"]
+    assert delta["counts"] == {"introduced": 1, "resolved": 0, "persisting": 1}, delta
+    assert delta["introduced"][0]["path"] == "made.txt"
+    assert delta["uncompared"] == ["b.txt", "old.txt"]
