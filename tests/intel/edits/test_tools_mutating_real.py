@@ -197,7 +197,7 @@ async def _typescript_checks(folder: Path, real_servers: RealServers, tag: str) 
         assert "class Box implements Shape" in (folder / "src/lib.ts").read_text()
         assert "new Box(2)" in (folder / "src/app.ts").read_text()
         assert 'import { Box } from "./lib";' in (folder / "src/messy.ts").read_text()
-        # Organize imports through a code action: list, then apply by id.
+        # Organize imports through a code action: list, refuse a prefix, apply by exact title.
         listing = await call(
             "code_actions", {"path": "src/messy.ts", "line": 1, "only": "source.organizeImports"}, SLOW
         )
@@ -216,10 +216,19 @@ async def _typescript_checks(folder: Path, real_servers: RealServers, tag: str) 
             AUTO,
         )
         assert not by_prefix["ok"] and "not by prefix" in by_prefix["error"], by_prefix
+        # By its exact title (a fresh listing of the same lines and kind finds it).
         organized = await call(
-            "code_actions", {"path": "src/messy.ts", "line": 1, "apply": action["actionId"]}, AUTO
+            "code_actions",
+            {
+                "path": "src/messy.ts",
+                "line": 1,
+                "only": "source.organizeImports",
+                "apply": "Organize Imports",
+            },
+            AUTO,
         )
         assert organized["ok"] and organized["applied"], organized
+        assert organized["action"]["title"] == "Organize Imports", organized
         messy = (folder / "src/messy.ts").read_text()
         assert messy.startswith('import { Box, greet } from "./lib";\nexport'), messy  # combined
         # The file changed since the listing: the old id is stale now.
