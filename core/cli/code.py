@@ -59,6 +59,11 @@ def add_intel_arguments(parser: argparse.ArgumentParser) -> None:
         "creations, renames, deletions and commands that cannot be previewed are still asked",
     )
     parser.add_argument(
+        "--read-only",
+        action="store_true",
+        help="offer only the read tools: the six mutating ones are neither listed nor callable",
+    )
+    parser.add_argument(
         "--disable-tool",
         metavar="NAME",
         action="append",
@@ -73,6 +78,8 @@ def open_service(args: argparse.Namespace, **options: Any) -> IntelService:
     from kandev_lsp.intel.service import IntelService
     from kandev_lsp.settings import SettingsFile
 
+    if getattr(args, "read_only", False) and getattr(args, "auto_approve", False):
+        raise UsageError("--auto-approve has nothing to approve with --read-only: drop one of them")
     folders = [os.path.abspath(folder) for folder in args.workspace] or [os.getcwd()]
     for folder in folders:
         if not os.path.isdir(folder):
@@ -91,6 +98,7 @@ def open_service(args: argparse.Namespace, **options: Any) -> IntelService:
             settings=settings,
             disabled=disabled,
             install=args.install,
+            mutations=not getattr(args, "read_only", False),
             **options,
         )
     except ValueError as error:

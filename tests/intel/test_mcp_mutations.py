@@ -314,3 +314,42 @@ def test_code_command_is_a_dry_run_unless_auto_approve(
     assert "dryRun" not in result and result["receipt"]["saved"] == "saved", result
     after = _disk(folder)
     assert after["lib.py"].startswith("def salute(") and "salute('world')" in after["app.py"]
+
+
+# --- kandev-lsp mcp --auto-approve and --read-only -------------------------------------------------------
+
+
+async def _flags(folder: Path, real_servers: RealServers, tag: str) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    read_only = _params(folder, real_servers, tag, "--read-only")
+    async with stdio_client(read_only) as (read, write_stream), ClientSession(read, write_stream) as session:
+        await session.initialize()
+        out["read_only_tools"] = {tool.name for tool in (await session.list_tools()).tools}
+        out["read_only_rename"] = await session.call_tool(
+            "code_rename", {"target": {"path": "lib.py", "symbol": "greet"}, "newName": "salute"}
+        )
+    unattended = _params(folder, real_servers, tag, "--auto-approve")
+    async with stdio_client(unattended) as (read, write_stream), ClientSession(read, write_stream) as session:
+        await session.initialize()
+        out["before"] = _disk(folder)
+        out["rename"] = await session.call_tool(
+            "code_rename", {"target": {"path": "lib.py", "symbol": "greet"}, "newName": "salute"}
+        )
+        out["after"] = _disk(folder)
+    return out
+
+
+@pytest.mark.real_server
+@pytest.mark.network_registry
+@pytest.mark.timeout(300)
+def test_read_only_and_auto_approve_flags(tmp_path: Path, real_servers: RealServers, tag: str) -> None:
+    folder = write(tmp_path / "py", PROJECT)
+    out = anyio.run(_flags, folder, real_servers, tag)
+    assert out["read_only_tools"] == {
+        "code_symbols", "code_navigate", "code_hierarchy", "code_hover", "code_diagnostics", "code_inlay_hints"
+    }  # fmt: skip
+    assert out["read_only_rename"].is_error and "code_rename" in out["read_only_rename"].content[0].text
+    rename = out["rename"]
+    assert not rename.is_error, rename
+    assert "needsApproval" not in rename.structured_content and rename.structured_content["receipt"]["saved"] == "saved"
+    assert out["before"]["lib.py"].startswith("def greet(") and out["after"]["lib.py"].startswith("def salute(")
