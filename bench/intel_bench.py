@@ -13,11 +13,17 @@ under 5 % plus 1 ms over raw. Also printed: the size in characters of the tool's
 ``file:line`` list of the same locations (a peer's MCP server returned 9-12x that list), and the cold
 start to the first complete answer against the server's own readiness.
 
-What a tool adds over raw: target resolution (a ``documentSymbol`` request for a symbol target, so the
-symbol rows name a symbol; line targets need none), the disk re-sync check (a ``stat`` per open
-document and per file seen in earlier answers; the call's snippet reads reuse those stamps), the
+What a tool adds over raw: target resolution (a symbol target needs the document's ``documentSymbol``
+tree, asked once per document text and kept while the server has that text, so a repeated call on an
+unchanged file asks nothing more; line targets need none), the disk re-sync check (inotify says which
+open or seen files changed, and only those get a ``stat``; without inotify a ``stat`` per file), the
 path-safety check of every server URI (one ``lstat`` per file per call, B8.11), snippets from the file
-text and the result's shaping. Hover asks signature help in parallel.
+text and the result's shaping. Hover asks signature help in parallel. The ``symbols`` row is
+``code_symbols`` on an unchanged file: answered from the kept tree, it makes no request at all.
+
+``--profile CASE`` runs ``--rounds`` warm calls of the cases whose name starts with CASE under cProfile
+instead of timing them (function calls and ``stat``/``lstat`` counts per call do not depend on the load
+of a shared machine, times do).
 """
 
 from __future__ import annotations
@@ -183,7 +189,8 @@ async def bench_language(
                 )
             )
         if profile is not None:
-            await _profile(call, ctx, [(t, p) for n, t, p, _ in cases if n.startswith(profile)], rounds)
+            print(f"\n{language}: {rounds} warm calls per case under cProfile")
+            await _profile(call, ctx, [(n, t, p) for n, t, p, _ in cases if n.startswith(profile)], rounds)
             return out
         rows = []
         for name, tool, payload, raw in cases:
@@ -225,24 +232,33 @@ async def bench_language(
 async def _profile(
     call: Callable[[str, dict[str, Any], Any], Awaitable[dict[str, Any]]],
     ctx: Any,
-    cases: list[tuple[str, dict[str, Any]]],
+    cases: list[tuple[str, str, dict[str, Any]]],
     rounds: int,
 ) -> None:
-    """cProfile of ``rounds`` warm calls of each case (the tool's own path: server time shows as waits)."""
+    """cProfile of ``rounds`` warm calls per case: per call, the function calls and the ``stat`` /
+    ``lstat`` system calls (printed), and the costliest functions (to stderr)."""
     import cProfile
     import pstats
 
-    profiler = cProfile.Profile()
-    for tool, payload in cases:
+    for name, tool, payload in cases:
         for _ in range(3):
             await call(tool, payload, ctx)
+        profiler = cProfile.Profile()
         profiler.enable()
         for _ in range(rounds):
             await call(tool, payload, ctx)
         profiler.disable()
-    stats = pstats.Stats(profiler, stream=sys.stderr)
-    stats.sort_stats("tottime").print_stats(35)
-    stats.sort_stats("cumulative").print_stats(45)
+        stats = pstats.Stats(profiler, stream=sys.stderr)
+        counts = {"stat": 0, "lstat": 0}
+        for (_file, _line, function), row in stats.stats.items():  # type: ignore[attr-defined]
+            for syscall in counts:
+                if function == f"<built-in method posix.{syscall}>":
+                    counts[syscall] += row[1]
+        print(
+            f"  {name:26} {stats.total_calls / rounds:8.0f} function calls, "  # type: ignore[attr-defined]
+            f"{counts['stat'] / rounds:5.1f} stat, {counts['lstat'] / rounds:5.1f} lstat per call"
+        )
+        stats.sort_stats("tottime").print_stats(25)
 
 
 async def install(home: Path) -> None:
@@ -265,7 +281,7 @@ def main() -> int:
     parser.add_argument(
         "--profile",
         metavar="CASE",
-        help="cProfile --rounds warm calls of the cases whose name starts with CASE (to stderr), no timing",
+        help="cProfile --rounds warm calls of the cases whose name starts with CASE ('' for all), no timing",
     )
     args = parser.parse_args()
     rounds = args.rounds or (5 if args.quick else 30)

@@ -73,6 +73,17 @@ class Document:
 
     def model_position(self, position: Any, encoding: PositionEncoding) -> tuple[int, int]:
         """An LSP ``Position`` as the model's 1-based ``(line, column)``; malformed values give ``(1, 1)``."""
+        if type(position) is dict:  # one call per position of an answer: the common case inline
+            line, character = position.get("line"), position.get("character")
+            if (
+                type(line) is int
+                and type(character) is int
+                and 0 <= line < len(self._lines)
+                and character >= 0
+            ):
+                text = self._lines[line]
+                if text.isascii():  # code units are characters: no conversion
+                    return line + 1, (character if character < len(text) else len(text)) + 1
         line, character = _position_values(position)
         return line + 1, self.column_index(line, character, encoding) + 1
 
