@@ -50,8 +50,10 @@ def add_mcp_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParse
         description=(
             "An MCP server over stdio for coding agents: code_symbols, code_navigate, code_hierarchy, "
             "code_hover, code_diagnostics, code_inlay_hints, answered by the language servers kandev-lsp "
-            "manages, kept warm for the session. Add it to an MCP client's config as the command "
-            "`kandev-lsp mcp --workspace DIR`."
+            "manages, kept warm for the session; and code_rename, code_actions, code_format, code_insert, "
+            "code_replace, code_replace_batch, whose edits are previewed and approved (through the "
+            "client's elicitation, or a transactionId the model approves) before any file changes. Add "
+            "it to an MCP client's config as the command `kandev-lsp mcp --workspace DIR`."
         ),
     )
     add_intel_arguments(parser)
