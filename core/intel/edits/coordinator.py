@@ -43,6 +43,8 @@ from kandev_lsp.intel.errors import IntelError
 from kandev_lsp.intel.executor import Deadline, ProviderUnavailable
 from kandev_lsp.intel.problems import file_problems
 from kandev_lsp.intel.runtime import ManagedServer, ServerMissing, ServerPool
+from kandev_lsp.intel.snapshots import Publication
+from kandev_lsp.intel.tools import PUBLISH_WAIT, QUIET
 from kandev_lsp.intel.workspace import Workspace, WorkspaceFile
 from kandev_lsp.lsp.errors import LspError
 from kandev_lsp.lsp.positions import PositionEncoding
@@ -107,6 +109,8 @@ class _CommandRun:
     #: Server edits being applied now, and when the last one started (monotonic seconds).
     busy: int = 0
     last_activity: float = 0.0
+    #: Absolute path -> when (the loop's clock) the servers were sent its new text.
+    changed_at: dict[str, float] = field(default_factory=dict)
 
     async def settle(self, grace: float) -> None:
         """Wait until no server edit is being applied and none started for ``grace`` seconds: servers
@@ -309,8 +313,10 @@ class MutationCoordinator:
                 run.saved = "uncertain"
             return {"applied": False, "failureReason": outcome.message}
         run.text_edits += plan.text_edit_count()
+        now = asyncio.get_running_loop().time()
         for touched in plan.touched():
             run.files.setdefault(touched.absolute, touched)
+            run.changed_at[touched.absolute] = now
         for op in plan.resources:
             run.resources.append({**resource_entry(op), "fromCommand": True})
         await self._announce_safely(plan)
@@ -361,12 +367,16 @@ class MutationCoordinator:
                 "error": outcome.message,
                 "receipt": self._receipt(pending, outcome.status, saved=saved),
             }
+        sent_at = asyncio.get_running_loop().time()
         await self._announce_safely(plan)
         commands, run = await self._run_commands(pending, deadline)
         extra = tuple(run.files.values()) if run is not None else ()
+        changed = dict.fromkeys((item.file.absolute for item in plan.files), sent_at)
+        if run is not None:
+            changed.update(run.changed_at)
         # The edit is on disk whatever the clock says: its diagnostics get a short budget of their own.
         report = Deadline(max(deadline.remaining(), POST_EDIT_WAIT))
-        after = await self._diagnostics(self._scope(scope, extra), report, ctx)
+        after = await self._diagnostics(self._scope(scope, extra), report, ctx, changed=changed)
         status = _freshness(after)
         # Files a command touched beyond the preview had no baseline: compared only when the command
         # created them (nothing before), otherwise listed as not compared (never all "introduced").
@@ -525,6 +535,7 @@ class MutationCoordinator:
             else:
                 changed.append(found)
             run.files.setdefault(path, found)
+            run.changed_at[path] = asyncio.get_running_loop().time()
         if events or changed:
             await self._tell(events, changed)
 
@@ -583,10 +594,20 @@ class MutationCoordinator:
         return outcomes, run
 
     async def _diagnostics(
-        self, files: Iterable[WorkspaceFile], deadline: Deadline, ctx: IntelContext
+        self,
+        files: Iterable[WorkspaceFile],
+        deadline: Deadline,
+        ctx: IntelContext,
+        *,
+        changed: Mapping[str, float] | None = None,
     ) -> _Diagnosed:
         """Display path -> (problems, freshness) for each file with a server; files without one are left
-        out (never counted as "resolved")."""
+        out (never counted as "resolved").
+
+        :param changed: absolute path -> when (the loop's clock) its new text was sent: an unversioned
+            publication received before that is about the old text (gopls publishes unversioned first),
+            so a newer one is awaited (bounded by the deadline), else the file counts as ``stale``.
+        """
 
         async def one(file: WorkspaceFile) -> tuple[str, tuple[list[dict[str, Any]], str]] | None:
             if not os.path.isfile(file.absolute):
@@ -598,6 +619,17 @@ class MutationCoordinator:
             except (IntelError, ProviderUnavailable, ServerMissing, LspError, ConnectionError):
                 return None
             publication = found.publication
+            since = (changed or {}).get(file.absolute)
+            if (
+                since is not None
+                and publication is not None
+                and publication.version is None
+                and publication.received_at < since
+                and not server.offers("diagnosticProvider")
+            ):
+                publication = await _newer_publication(server, file.uri, since, deadline)
+                if publication is None:
+                    return file.display, ([], "stale")
             if publication is None:
                 return file.display, ([], "pending")
             state = "current"
@@ -706,6 +738,25 @@ class MutationCoordinator:
             duration_ms=round((time.monotonic() - started) * 1000, 1),
         )  # B8.14: counts and states only, never paths or text
         return result
+
+
+async def _newer_publication(
+    server: ManagedServer, uri: str, since: float, deadline: Deadline
+) -> Publication | None:
+    """The first publication for ``uri`` received after ``since``, once publications went quiet."""
+    store = server.client.endpoint.diagnostics
+    wait_until = time.monotonic() + min(PUBLISH_WAIT, deadline.remaining())
+    while time.monotonic() < wait_until:
+        entry = store.get(uri)
+        if (
+            entry is not None
+            and entry.received_at >= since
+            and server.client.now() - entry.received_at >= QUIET
+        ):
+            return entry
+        await asyncio.sleep(0.05)
+    entry = store.get(uri)
+    return entry if entry is not None and entry.received_at >= since else None
 
 
 def _folder_stamps(folders: Iterable[str], limit: int = MAX_OBSERVED) -> dict[str, tuple[int, int]]:

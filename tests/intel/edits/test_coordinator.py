@@ -366,7 +366,7 @@ def test_files_a_command_writes_by_itself_widen_the_receipt(tmp_path: Path) -> N
             coordinator._server_of = fake_server  # type: ignore[method-assign]
             calls: list[list[str]] = []
 
-            async def fake_diagnostics(files: Any, deadline: Any, ctx: Any) -> Any:
+            async def fake_diagnostics(files: Any, deadline: Any, ctx: Any, **kw: Any) -> Any:
                 """Diagnostics source stand-in: one error per file, and a new one in b.txt after."""
                 paths = sorted(f.display for f in files)
                 calls.append(paths)
