@@ -120,3 +120,19 @@ def test_the_receipt_has_every_field_even_without_diagnostics() -> None:
     assert (
         applied["diagnostics"]["status"] == "current" and applied["diagnostics"]["counts"]["introduced"] == 1
     )
+
+
+def test_resource_entries_use_the_preview_shape_and_say_whether_exact(tmp_path: Any) -> None:
+    from kandev_lsp.intel.edits.plan import ResourceOp
+    from kandev_lsp.intel.edits.receipts import resource_entry
+    from kandev_lsp.intel.workspace import Workspace
+
+    (tmp_path / "a.py").write_text("x = 1\n")
+    workspace = Workspace([tmp_path])
+    old = workspace.resolve("a.py")
+    new = workspace.resolve("b.py", must_exist=False)
+    op = ResourceOp("rename", old, new, overwrite=True, ignore_if_exists=False, recursive=False, exists=True)
+    entry = resource_entry(op)
+    assert entry["kind"] == "rename" and entry["path"] == "a.py" and entry["newPath"] == "b.py"
+    assert entry["options"] == {"overwrite": True} and entry["exact"] is True
+    assert resource_entry(op, exact=False)["exact"] is False
