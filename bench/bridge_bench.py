@@ -15,7 +15,12 @@ rounds; in each round the direct and the bridged path are measured back to back 
 so a ratio compares two measurements taken under the same machine load. Printed: the median over the
 rounds, and the spread (lowest and highest). Goals: the bridge adds under 0.2 ms to the p50 round trip
 of 1 KiB messages (median), and keeps at least 50 % of the direct throughput of 1 MiB messages **in
-every round**. Also reported: the RSS of the server process with 8 idle connections (each with its own
+every round**. The bridged path is the direct one plus a WebSocket hop, so the first goal needs a
+machine where a plain websockets echo between two processes takes well under 0.2 ms (on the 2-core VM
+it takes about 0.3-0.5 ms); hence also reported, and held to the same 0.2 ms: the bridge's own share,
+what it adds beyond that echo's round trip. And, since wall-clock figures move with the machine's
+load: the CPU time the server process spends per round trip (one message in flight) and per MiB
+carried (a window in flight), next to the plain echo's. Also reported: the RSS of the server process with 8 idle connections (each with its own
 echo server), and, for context, a plain websockets echo server in the same server process: the cost of
 any WebSocket hop between two Python processes, which the bridge cannot go below. ``--loop uvloop`` runs
 both processes on uvloop (when it is installed).
@@ -355,6 +360,11 @@ async def run(quick: bool, loop: str, rounds: int) -> dict[str, Any]:
                         "cpu_us_per_trip": spread([r[name].cpu_per_trip * 1e6 for r in per_round]),
                     }
                 row["added_p50_ms"] = spread([(r["bridge"].p50 - r["direct"].p50) * 1000 for r in per_round])
+                # The bridged path is the direct one plus a WebSocket hop: what it adds beyond a plain
+                # websockets echo's round trip is the bridge's own share.
+                row["own_p50_ms"] = spread(
+                    [(r["bridge"].p50 - r["direct"].p50 - r["websocket_floor"].p50) * 1000 for r in per_round]
+                )
                 row["p50_ratio"] = spread([r["bridge"].p50 / r["direct"].p50 for r in per_round])
                 row["throughput_ratio"] = spread([r["bridge"].rate / r["direct"].rate for r in per_round])
                 row["throughput_ratio_rounds"] = [r["bridge"].rate / r["direct"].rate for r in per_round]
@@ -403,11 +413,12 @@ def main() -> int:
     for label in ("1KiB", "1MiB"):
         row = report[label]
         direct, bridge, floor = row["direct"], row["bridge"], row["websocket_floor"]
-        added = row["added_p50_ms"]
+        added, own = row["added_p50_ms"], row["own_p50_ms"]
         print(
             f"{label}: round trip p50 direct {_ms(direct['p50'])}, bridge {_ms(bridge['p50'])}; "
-            f"added {added['median']:+.3f} ms ({added['low']:+.3f} to {added['high']:+.3f}); "
-            f"p99 direct {_ms(direct['p99'])}, bridge {_ms(bridge['p99'])}"
+            f"added {added['median']:+.3f} ms ({added['low']:+.3f} to {added['high']:+.3f}), of which "
+            f"beyond a plain websockets echo's round trip {own['median']:+.3f} ms ({own['low']:+.3f} to "
+            f"{own['high']:+.3f}); p99 direct {_ms(direct['p99'])}, bridge {_ms(bridge['p99'])}"
         )
         rounds_text = ", ".join(f"{ratio * 100:.0f}" for ratio in row["throughput_ratio_rounds"])
         print(
@@ -438,10 +449,22 @@ def main() -> int:
         "with 8 idle connections"
     )
     kib, mib = report["1KiB"], report["1MiB"]
+    floor_p50_ms = kib["websocket_floor"]["p50"]["median"] * 1000
+    unreachable = (
+        f"; not reachable on this machine: a plain websockets echo between two processes alone takes "
+        f"{floor_p50_ms:.3f} ms p50, and the bridged path is the direct one plus such a hop"
+        if floor_p50_ms >= 0.2
+        else ""
+    )
     goals = [
         (
-            f"1 KiB p50 added < 0.2 ms (median {kib['added_p50_ms']['median']:.3f} ms)",
+            f"1 KiB p50 added < 0.2 ms (median {kib['added_p50_ms']['median']:.3f} ms){unreachable}",
             kib["added_p50_ms"]["median"] < 0.2,
+        ),
+        (
+            f"1 KiB p50 the bridge's own share < 0.2 ms (added minus the plain websockets echo's p50, "
+            f"median {kib['own_p50_ms']['median']:+.3f} ms)",
+            kib["own_p50_ms"]["median"] < 0.2,
         ),
         (
             f"1 MiB throughput >= 50 % of direct in every round (lowest {mib['throughput_ratio']['low'] * 100:.0f} %)",

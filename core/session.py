@@ -9,8 +9,9 @@ attachment (bounded; never waiting), or, with nothing attached, lets a headless
 :class:`~kandev_lsp.lsp.Endpoint` answer the server's requests and track its progress, registrations and
 diagnostics; :meth:`ServerSession.stop` ends it gracefully (``shutdown``, ``exit``, wait, stop). In between it
 
-* frames and unframes with :mod:`kandev_lsp.protocol` under :class:`BridgeLimits` (one pump,
-  :func:`read_frames`, reads frames from any :class:`asyncio.StreamReader`),
+* frames and unframes with :mod:`kandev_lsp.protocol` under :class:`BridgeLimits` (one decoder loop,
+  :func:`read_frames`, reads frames from any :class:`asyncio.StreamReader`; the session's reader inlines
+  it to know where one read's messages end),
 * answers the server's ``workspace/configuration`` requests itself from the language's merged settings
   (plugin defaults + the user's ``lsp_server_configs``), so every client gets the same configuration;
   with ``ask_client_configuration`` (``kandev-lsp run``) and a client that advertises
@@ -225,7 +226,18 @@ class Attachment:
     :meth:`ServerSession.detach` (or by closing the generator), which leaves the server running.
     """
 
-    __slots__ = ("_bytes", "_end", "_items", "_waiter", "_write_now", "max_bytes", "name", "session")
+    __slots__ = (
+        "_bytes",
+        "_end",
+        "_flush",
+        "_holding",
+        "_items",
+        "_waiter",
+        "_write_now",
+        "max_bytes",
+        "name",
+        "session",
+    )
 
     def __init__(self, session: ServerSession, max_bytes: int, name: str) -> None:
         self.session = session
@@ -236,8 +248,12 @@ class Attachment:
         self._end: BaseException | None = None
         self._waiter: asyncio.Future[None] | None = None
         self._write_now: Callable[[bytes], bool] | None = None
+        self._flush: Callable[[], None] | None = None
+        self._holding = False  # ``write`` took a body since the last ``flush``
 
-    def write_directly(self, write: Callable[[bytes], bool] | None) -> None:
+    def write_directly(
+        self, write: Callable[[bytes], bool] | None, flush: Callable[[], None] | None = None
+    ) -> None:
         """Let the session's reader hand each body to ``write`` itself while nothing is queued here and
         the reader of :meth:`messages` is idle, waiting for the next one.
 
@@ -249,8 +265,14 @@ class Attachment:
         :meth:`messages` sends it under its own write deadline. An exception ``write`` raises (a client
         that is gone, a body it cannot carry) ends this attachment and is raised by :meth:`messages`.
         Order is kept: a body is written directly only when nothing is queued before it.
+
+        ``flush``, when given, lets ``write`` hold bodies back: the session calls it (it must not wait
+        either) once the messages of one read from the server's stdout have all been dispatched, before
+        the reader next waits, so several messages that arrived together cost the client's transport one
+        write (one system call) instead of one each, and none is held past that moment.
         """
         self._write_now = write
+        self._flush = flush
 
     @property
     def ended(self) -> bool:
@@ -270,6 +292,9 @@ class Attachment:
             # The reader of messages() is parked on its waiter with nothing queued: nobody is sending.
             try:
                 if write(body):
+                    if self._flush is not None and not self._holding:
+                        self._holding = True
+                        self.session._holding.append(self)
                     return True
             except Exception as exc:  # the client is gone, or cannot carry this body: messages() raises it
                 self._finish(exc)
@@ -290,6 +315,18 @@ class Attachment:
         if waiter is not None and not waiter.done():
             waiter.set_result(None)
         return True
+
+    def _flush_held(self) -> None:
+        """Write what ``write`` held back (see :meth:`write_directly`); a failure ends this attachment."""
+        self._holding = False
+        flush = self._flush
+        if flush is None:
+            return
+        try:
+            flush()
+        except Exception as exc:
+            self._finish(exc)
+            self.session.detach(self)
 
     def _finish(self, end: BaseException) -> None:
         if self._end is None:
@@ -504,6 +541,8 @@ class ServerSession:
         self._closed = False
         self._watcher: asyncio.Task[None] | None = None
         self._attachments: list[Attachment] = []
+        #: Attachments whose direct writer holds bodies back until the current read's messages are out.
+        self._holding: list[Attachment] = []
         self._attached_count = 0
         self._reader: asyncio.Task[None] | None = None
         #: Why the server's output ended (:data:`_END` or the framing error), None while it flows.
@@ -782,14 +821,26 @@ class ServerSession:
             self._reader = asyncio.get_running_loop().create_task(self._read_output())
 
     async def _read_output(self) -> None:
-        frames = read_frames(
-            self._stdout, self.limits.frame, peer=f"{self.name} stdout", chunk=self.limits.read_chunk
-        )
+        # read_frames' loop, inlined: the reader must know when the messages of one read are all
+        # dispatched (the attachments' held writes then go out, see Attachment.write_directly).
+        decoder = FrameDecoder(self.limits.frame, peer=f"{self.name} stdout")
+        read, chunk, dispatch = self._stdout.read, self.limits.read_chunk, self._dispatch
         end: BaseException = _END
         try:
-            async with contextlib.aclosing(frames):
-                async for body in frames:
-                    self._dispatch(body)
+            while True:
+                data = await read(chunk)
+                if data:
+                    decoder.receive_data(data)
+                else:
+                    decoder.receive_eof()
+                try:
+                    while (body := decoder.next_frame()) is not NEED_DATA:
+                        dispatch(body)
+                finally:
+                    if self._holding:
+                        self._flush_holding()
+                if not data:
+                    break
         except asyncio.CancelledError:
             raise
         except Exception as exc:  # framing errors reach every attachment; anything else is a bug, logged
@@ -807,6 +858,11 @@ class ServerSession:
             if self._headless is not None:
                 self._headless.connection_lost()
             self.close_stdin()  # nothing can be answered any more
+
+    def _flush_holding(self) -> None:
+        holding, self._holding = self._holding, []
+        for attachment in holding:
+            attachment._flush_held()
 
     def _dispatch(self, body: bytes) -> None:
         """One server message: the session's own answers first, then the attachments or the headless

@@ -57,10 +57,11 @@ class ClientChannel(Protocol):
         :class:`~kandev_lsp.protocol.ProtocolError` when the body cannot be carried (e.g. not UTF-8)."""
         ...
 
-    # Optional: ``send_now(body) -> bool``, the same send without waiting: True when written, False when
-    # it would have to wait (the body is then sent with ``send``); raises as ``send`` does. A channel
-    # that has it lets the session's reader write the server's messages itself while the client keeps
-    # up (:meth:`kandev_lsp.session.Attachment.write_directly`): no task switch per message.
+    # Optional: ``send_now(body) -> bool``, the same send without waiting: True when written (or held
+    # for ``flush_now()``), False when it would have to wait (the body is then sent with ``send``); raises
+    # as ``send`` does. A channel that has it lets the session's reader write the server's messages
+    # itself while the client keeps up (:meth:`kandev_lsp.session.Attachment.write_directly`): no task
+    # switch per message; ``flush_now()`` (optional too) writes what is held, once per read.
 
 
 class BridgeEnd(StrEnum):
@@ -119,7 +120,7 @@ async def _server_to_client(session: ServerSession, client: ClientChannel, progr
 
         # While this task waits with nothing queued, the session's reader writes each message itself:
         # no task switch per message. Whatever cannot be written at once is queued and sent below.
-        attachment.write_directly(write)
+        attachment.write_directly(write, getattr(client, "flush_now", None))
     messages = attachment.messages()
     try:
         async with contextlib.aclosing(messages):

@@ -19,6 +19,9 @@ from kandev_lsp.protocol import encode_header
 from kandev_lsp.session import BridgeLimits, read_frames
 from kandev_lsp.stream.bridge import ClientGone
 
+#: Pieces are joined into one write up to this many bytes; a larger body is written as it is.
+_JOIN_BELOW = 64 * 1024
+
 
 class StdioChannel:
     """The editor side of ``kandev-lsp run``: frames on ``reader`` in, frames on ``writer`` out."""
@@ -36,6 +39,7 @@ class StdioChannel:
         #: Set as soon as the editor's input ends (even with unread messages still buffered): ``run``
         #: watches it while it installs, before any frame is read.
         self.input_closed = input_closed if input_closed is not None else asyncio.Event()
+        self._held: list[bytes] = []
 
     def messages(self) -> AsyncGenerator[bytes, None]:
         return read_frames(
@@ -43,32 +47,49 @@ class StdioChannel:
         )
 
     async def send(self, body: bytes) -> None:
-        self._write(body)
+        self.flush_now()
+        self._frame(body)
+        self.flush_now()
         try:
             await self._writer.drain()
         except (ConnectionError, RuntimeError):
             raise ClientGone from None
 
     def send_now(self, body: bytes) -> bool:
-        """Write ``body``'s frame if that needs no waiting: only while nothing is left unwritten from
-        before (the editor keeps up); False otherwise (:meth:`send` then writes it and waits)."""
+        """Frame ``body`` for the editor if that needs no waiting: only while nothing is left unwritten
+        from before (the editor keeps up); False otherwise (:meth:`send` then writes it and waits). The
+        frame is written by the next :meth:`flush_now` (the session's reader calls it once the messages
+        of one read are all framed: several messages, one write)."""
         if self._writer.transport.get_write_buffer_size():
             return False
-        self._write(body)
+        self._frame(body)
         return True
 
-    def _write(self, body: bytes) -> None:
+    def flush_now(self) -> None:
+        """Write the framed pieces: joined while small (one system call), one write each otherwise."""
+        held = self._held
+        if not held:
+            return
+        self._held = []
+        if len(held) > 1 and sum(map(len, held)) <= _JOIN_BELOW:
+            self._writer.write(b"".join(held))
+        else:
+            for piece in held:
+                self._writer.write(piece)
+
+    def _frame(self, body: bytes) -> None:
         if self._writer.is_closing():
             raise ClientGone
         header = encode_header(len(body), self._limits.frame)
-        if len(body) < 64 * 1024:
-            self._writer.write(header + body)
-        else:
-            self._writer.write(header)
-            self._writer.write(body)
+        if len(body) < _JOIN_BELOW:
+            self._held.append(header + body)
+        else:  # no copy of a large body
+            self._held.append(header)
+            self._held.append(body)
 
     def close(self) -> None:
         with contextlib.suppress(Exception):
+            self.flush_now()
             self._writer.close()
 
 

@@ -199,20 +199,41 @@ class WebSocketChannel:
             raise ClientGone from None
 
     def send_now(self, body: bytes) -> bool:
-        """Send ``body`` as one text frame if that needs no waiting; False when it would (the transport is
-        over its high-water mark, or the connection is not open: :meth:`send` then waits or raises).
+        """Frame ``body`` as one text message if that needs no waiting; False when it would (the transport
+        is over its high-water mark, or the connection is not open: :meth:`send` then waits or raises).
 
-        The non-waiting part of websockets' own ``send`` (frame the message, hand it to the transport),
-        without its two coroutines and context manager: the session's reader calls it for every message
-        of a client that keeps up (:meth:`kandev_lsp.session.Attachment.write_directly`).
+        The non-waiting part of websockets' own ``send`` without its two coroutines and context manager:
+        the session's reader calls it for every message of a client that keeps up
+        (:meth:`kandev_lsp.session.Attachment.write_directly`). The frame goes out at the next
+        :meth:`flush_now`, which the reader calls once the messages of one read are all framed.
         """
         ws = self._ws
         if ws.paused or ws.send_in_progress is not None or ws.protocol.state is not State.OPEN:
             return False
         _check_outgoing(body)
         ws.protocol.send_text(body)
-        ws.send_data()
         return True
+
+    def flush_now(self) -> None:
+        """Hand the frames :meth:`send_now` made to the transport: joined into one write while they are
+        small (several messages of one read: one system call), one write each otherwise (no copy)."""
+        ws = self._ws
+        protocol = ws.protocol
+        writes = protocol.data_to_send()
+        if not writes:
+            return
+        if not all(writes):  # an end-of-stream marker (never while open): websockets' own path
+            protocol.writes[:0] = writes
+            ws.send_data()
+        elif len(writes) > 1 and sum(map(len, writes)) <= _JOIN_BELOW:
+            ws.transport.write(b"".join(writes))
+        else:
+            for data in writes:
+                ws.transport.write(data)
+
+
+#: Frames are joined into one transport write up to this many bytes.
+_JOIN_BELOW = 64 * 1024
 
 
 def _check_outgoing(body: bytes) -> None:

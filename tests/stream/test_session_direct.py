@@ -112,6 +112,46 @@ def test_a_client_that_keeps_up_is_written_by_the_reader_itself(kit: StreamKit) 
     asyncio.run(scenario())
 
 
+def test_messages_that_arrive_together_are_flushed_together_and_none_is_held(kit: StreamKit) -> None:
+    """A writer with a flush may hold bodies back: the reader flushes once per read of the server's
+    stdout, after the last message of that read, never leaving one held while it waits for more."""
+
+    async def scenario() -> None:
+        async with Lifecycle(kit.plugins()) as lifecycle:
+            session = await _launch(kit, lifecycle)
+            try:
+                attachment = session.attach("batched")
+                events: list[str] = []
+                held: list[bytes] = []
+                sent: list[bytes] = []
+
+                def write(body: bytes) -> bool:
+                    events.append("write")
+                    held.append(body)
+                    return True
+
+                def flush() -> None:
+                    events.append("flush")
+                    sent.extend(held)
+                    held.clear()
+
+                attachment.write_directly(write, flush)
+                consumer = _Consumer(attachment, [])
+                await asyncio.sleep(0.05)
+                flood = {"jsonrpc": "2.0", "method": "test/flood", "params": {"count": 200, "size": 100}}
+                await session.send(_body(flood))
+                await _until(lambda: len(sent) == 200)
+                assert not held and events[-1] == "flush"
+                assert events.count("write") == 200
+                assert 1 <= events.count("flush") < 200  # several messages per read: fewer writes
+                assert consumer.sent == []
+                await consumer.stop()
+            finally:
+                await session.aclose()
+
+    asyncio.run(scenario())
+
+
 def test_order_is_kept_when_a_message_cannot_be_written_at_once(kit: StreamKit) -> None:
     """A message the writer refuses (its transport is full) is queued, and so is everything after it until
     the client's task has sent the queue and is idle again, even when the queue is momentarily empty
