@@ -236,6 +236,14 @@ async def _typescript_checks(folder: Path, real_servers: RealServers, tag: str) 
             "code_actions", {"path": "src/messy.ts", "line": 1, "apply": action["actionId"]}, AUTO
         )
         assert not stale["ok"] and "changed since action" in stale["error"], stale
+        # Format a line range: only that line changes.
+        ranged = await call(
+            "code_format", {"path": "src/messy.ts", "range": {"startLine": 3, "endLine": 3}}, AUTO
+        )
+        assert ranged["ok"] and ranged["applied"], ranged
+        lines = (folder / "src/messy.ts").read_text().split("\n")
+        assert lines[1] == "export   function   shout( name:string ):string{", lines
+        assert lines[2] == "    return greet(name, true)", lines
         # Format with changes, then again without.
         formatted = await call("code_format", {"path": "src/messy.ts"}, AUTO)
         assert formatted["ok"] and formatted["applied"] and formatted["edits"] > 0, formatted
