@@ -93,6 +93,12 @@ class ReadTools(Protocol):
     async def inlay_hints(self, args: InlayHintsArgs, ctx: IntelContext) -> dict[str, Any]: ...
 
 
+def _rejected_receipt() -> dict[str, Any]:
+    from kandev_lsp.intel.edits.receipts import receipt
+
+    return receipt(outcome="rejected")
+
+
 class MutationTools(Protocol):
     """The six mutating tools' bodies (B6.16-B6.29) and the second step of a parked mutation.
 
@@ -209,7 +215,12 @@ class Dispatcher:
                 result = await self._run(tool, self._tools, payload, ctx)
             else:
                 assert self._mutations is not None  # _find offers mutations only when wired
-                result = await self._mutate(tool, self._mutations, payload, ctx)
+                try:
+                    result = await self._mutate(tool, self._mutations, payload, ctx)
+                except IntelError as error:
+                    # B7.5: a mutation refused before it started (arguments, firstMatch) still answers
+                    # with a receipt saying nothing was changed.
+                    result = {**error.to_result(), "receipt": _rejected_receipt()}
         except IntelError as error:
             result = error.to_result()
         result.setdefault("ok", True)

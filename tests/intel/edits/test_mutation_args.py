@@ -200,6 +200,7 @@ def test_mutations_refuse_first_match_saying_why(tool: str, payload: dict[str, A
     assert result["ok"] is False
     assert f"`{where}` is for reads only: a change needs an exact target" in result["error"], result
     assert "candidate id" in result["error"]
+    assert result["receipt"]["outcome"] == "rejected" and result["receipt"]["textEdits"] == 0
     assert recorder.calls == []
 
 
@@ -266,6 +267,7 @@ def test_mutation_argument_rules(tool: str, payload: dict[str, Any], message: st
     dispatcher, recorder = wired()
     result = call(dispatcher, tool, payload)
     assert result["ok"] is False and message in result["error"], result
+    assert result["receipt"]["outcome"] == "rejected"
     assert recorder.calls == []
 
 
