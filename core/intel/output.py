@@ -89,16 +89,18 @@ class LocationOptions:
             raise ValueError(f"context must be 0-{MAX_CONTEXT}, got {self.context}")
 
 
-def _position_ok(value: Any) -> bool:
-    # Exact type checks (not isinstance): bool is not a position, and this runs for every location.
+def _range_ok(value: Any) -> TypeGuard[dict[str, Any]]:
+    # Both positions checked inline: this runs for every location of an answer (hundreds for references).
     if type(value) is not dict:
         return False
-    line, character = value.get("line"), value.get("character")
+    start, end = value.get("start"), value.get("end")
+    if type(start) is not dict or type(end) is not dict:
+        return False
+    line, character = start.get("line"), start.get("character")
+    if type(line) is not int or type(character) is not int or line < 0 or character < 0:
+        return False
+    line, character = end.get("line"), end.get("character")
     return type(line) is int and type(character) is int and line >= 0 and character >= 0
-
-
-def _range_ok(value: Any) -> TypeGuard[dict[str, Any]]:
-    return type(value) is dict and _position_ok(value.get("start")) and _position_ok(value.get("end"))
 
 
 def normalize_locations(result: Any) -> list[RawLocation]:

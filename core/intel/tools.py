@@ -164,6 +164,31 @@ class LspReadTools:
             symbols = (await self._symbols(server, document, deadline, ctx)).entries
         return server, resolve_target(target, document, symbols, server.encoding, first_match=first_match)
 
+    def _add_scope(self, result: dict[str, Any], server: ManagedServer) -> None:
+        """Say which project a search for uses covered when the workspace holds more than it.
+
+        Each project root gets its own server, whose workspace folder is that root (B8.6): its references,
+        implementations, callers and subtypes come from that project alone. A workspace of several roots,
+        or a root holding several projects (a monorepo's packages), may use the symbol elsewhere: the
+        result says so instead of reading as the whole answer.
+        """
+        roots = self.workspace.roots
+        project = server.project_root
+        if len(roots) == 1 and project == roots[0].path:
+            return
+        try:
+            shown = self.workspace.from_absolute(project).display
+        except IntelError:  # the project folder was swapped for a link out of the workspace since
+            shown = os.path.basename(project)
+        others = [root.id for root in roots if not _within(project, root.path)]
+        elsewhere = f"the other roots ({', '.join(others)}) and " if others else ""
+        result["searchedProject"] = shown
+        result["notice"] = (
+            f"searched the {server.language.id} project at {shown} only (each project root has its own "
+            f"language server): uses in {elsewhere}other projects are not included; ask with a target "
+            "in a file there to search that project"
+        )
+
     def _texts(self, server: ManagedServer) -> TextCache:
         return TextCache(server.open_documents(), disk=self.disk, stamps=server.checked)
 
@@ -281,7 +306,8 @@ class LspReadTools:
             raw = normalize_locations(value)
             texts = self._texts(server)
             lookup = self.workspace.uri_lookup()
-            files = [f for f in (lookup(item.uri) for item in raw) if isinstance(f, WorkspaceFile)]
+            found = map(lookup, dict.fromkeys(item.uri for item in raw))  # each file once
+            files = [f for f in found if isinstance(f, WorkspaceFile)]
             server.saw(files)
             outline_cache: dict[str, list[Any]] = {}
 
@@ -310,7 +336,10 @@ class LspReadTools:
                 body_range=body_range,
                 lookup=lookup,
             )
-            return {"kind": args.kind, "target": resolved.to_json(), **locations, "provider": meta}
+            out = {"kind": args.kind, "target": resolved.to_json(), **locations, "provider": meta}
+            if args.kind in _USES:
+                self._add_scope(out, server)
+            return out
 
         empty = {"kind": args.kind, "files": [], "totalFound": 0, "shown": 0, "truncated": False}
         return await self._guard("code_navigate", empty, body, ctx)
@@ -366,7 +395,10 @@ class LspReadTools:
                 budgets=GraphBudgets(depth=args.depth),
                 limit=args.limit,
             )
-            return {"target": resolved.to_json(), **result, "provider": meta}
+            out = {"target": resolved.to_json(), **result, "provider": meta}
+            if args.kind in _USES:
+                self._add_scope(out, server)
+            return out
 
         empty = {"kind": args.kind, "items": [], "totalFound": 0, "shown": 0, "truncated": False}
         return await self._guard("code_hierarchy", empty, body, ctx)
@@ -549,6 +581,14 @@ class LspReadTools:
             if latest is not None and not pending and servers[0].client.now() - latest >= QUIET:
                 return
             await asyncio.sleep(0.05)
+
+
+#: Kinds that search for uses of the target: their answer covers one project (see ``_add_scope``).
+_USES: Final = frozenset({"references", "implementation", "callers", "subtypes"})
+
+
+def _within(path: str, folder: str) -> bool:
+    return path == folder or path.startswith(folder.rstrip(os.sep) + os.sep)
 
 
 #: Lines above the target searched for the call it may be an argument of.

@@ -98,3 +98,30 @@ def test_symbol_trees_are_bounded_least_recently_used_first() -> None:
     trees.put("c", docs["c"], [_symbol("z", 0)])
     assert len(trees) == 2 and trees.get("b", docs["b"]) is None
     assert trees.get("a", docs["a"]) is not None and trees.get("c", docs["c"]) is not None
+
+
+def _scoped(folders: list[Path], project: Path, ids: list[str] | None = None) -> dict[str, object]:
+    from types import SimpleNamespace
+
+    from kandev_lsp.intel.tools import LspReadTools
+
+    workspace = Workspace([str(f) for f in folders], ids=ids)
+    reader = LspReadTools(SimpleNamespace(workspace=workspace))  # type: ignore[arg-type]
+    server = SimpleNamespace(project_root=str(project.resolve()), language=SimpleNamespace(id="python"))
+    result: dict[str, object] = {}
+    reader._add_scope(result, server)  # type: ignore[arg-type]
+    return result
+
+
+def test_a_search_for_uses_says_which_project_it_covered(tmp_path: Path) -> None:
+    one, two = tmp_path / "one", tmp_path / "two"
+    package = one / "packages" / "a"
+    for folder in (two, package):
+        folder.mkdir(parents=True)
+    assert _scoped([one], one) == {}  # the project is the whole workspace: nothing to say
+    monorepo = _scoped([one], package)  # a package with its own root marker: its own server
+    assert monorepo["searchedProject"] == "packages/a", monorepo
+    assert "other projects are not included" in str(monorepo["notice"]), monorepo
+    assert "other roots" not in str(monorepo["notice"])
+    multi = _scoped([one, two], one, ids=["one", "two"])
+    assert multi["searchedProject"] == "one" and "other roots (two)" in str(multi["notice"]), multi

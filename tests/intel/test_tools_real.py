@@ -48,6 +48,7 @@ async def _python_checks(folder: Path, real_servers: RealServers, tag: str) -> N
             ("app.py", 7),
         }
         assert refs["summary"] == "5 references · 2 files", refs["summary"]
+        assert "notice" not in refs and "searchedProject" not in refs  # the one project is the workspace
         assert refs["provider"]["status"] == "ok"
         definition = await call(
             "code_navigate",
@@ -171,6 +172,8 @@ async def _multi_root_checks(first: Path, second: Path, real_servers: RealServer
             "code_navigate", {"target": {"path": "one/lib.py", "symbol": "greet"}, "kind": "references"}, SLOW
         )
         assert refs["ok"] and {p for p, _ in _lines(refs)} == {"one/lib.py", "one/app.py"}, refs
+        # One server per project root: the answer says which project it covers (B8.6).
+        assert refs["searchedProject"] == "one" and "other roots (two)" in refs["notice"], refs
         # Server answers outside every root are omitted and counted, never shown (B8.11).
         builtin = await call(
             "code_navigate",
