@@ -15,7 +15,7 @@ Rooms, each a small module with one concern:
 * :mod:`~kandev_lsp.intel.executor`: provider outcomes inside one deadline (B8.1-B8.4, B8.7);
 * :mod:`~kandev_lsp.intel.notices`: actionable notices for a language without a server (B8.9-B8.10);
 * :mod:`~kandev_lsp.intel.schemas`, :mod:`~kandev_lsp.intel.validation`, :mod:`~kandev_lsp.intel.arguments`,
-  :mod:`~kandev_lsp.intel.dispatch`: the six read tools' schemas and ``dispatch(op, payload, ctx)`` (B2);
+  :mod:`~kandev_lsp.intel.dispatch`: the twelve tools' schemas and ``dispatch(op, payload, ctx)`` (B2);
 * :mod:`~kandev_lsp.intel.summaries`: one-line result summaries (B9.4);
 * :mod:`~kandev_lsp.intel.api`: :class:`CodeIntel`, typed helpers over dispatch for Python callers;
 * :mod:`~kandev_lsp.intel.mutations`: the six mutating tools (B6.16-B6.29) over the coordinator of
@@ -23,8 +23,9 @@ Rooms, each a small module with one concern:
   :mod:`~kandev_lsp.intel.placement` (where inserted and replacing text goes).
 
 Nothing here talks to a server: server answers come in as plain values or through async callables, so
-every rule is tested with plain values. The step that wires the tools to managed servers implements
-:class:`~kandev_lsp.intel.dispatch.ReadTools` with these parts.
+every rule is tested with plain values. :class:`~kandev_lsp.intel.tools.LspReadTools` and
+:class:`~kandev_lsp.intel.mutations.MutatingTools` wire them to managed servers, implementing
+:class:`~kandev_lsp.intel.dispatch.ReadTools` and :class:`~kandev_lsp.intel.dispatch.MutationTools`.
 """
 
 from __future__ import annotations
