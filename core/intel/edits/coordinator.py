@@ -306,7 +306,7 @@ class MutationCoordinator:
         except IntelError as error:
             run.refused.append(error.message)
             return {"applied": False, "failureReason": error.message}
-        outcome = await asyncio.to_thread(commit, plan, fs=self._fs)
+        outcome = await self._commit(plan)
         if outcome.status != "applied":
             run.refused.append(outcome.message)
             if outcome.status == "uncertain":
@@ -327,6 +327,23 @@ class MutationCoordinator:
         if not edit:
             return EditPlan((), (), {})
         return plan_edit(edit, self.workspace, disk_text, encoding)
+
+    async def _commit(self, plan: EditPlan) -> CommitOutcome:
+        """The atomic commit, in a thread; a cancelled call still waits for it to end before the lock is
+        released (the thread cannot be stopped halfway, and the next mutation must find the files whole)."""
+        writing = asyncio.ensure_future(asyncio.to_thread(commit, plan, fs=self._fs))
+        cancelled = False
+        while True:
+            try:
+                outcome = await asyncio.shield(writing)
+                break
+            except asyncio.CancelledError:
+                if writing.cancelled():
+                    raise
+                cancelled = True
+        if cancelled:
+            raise asyncio.CancelledError
+        return outcome
 
     def _baseline_soon(self, pending: PendingMutation, ctx: IntelContext) -> asyncio.Task[_Diagnosed]:
         """Start taking the diagnostics baseline while the person reads the preview: the approval then
@@ -355,7 +372,7 @@ class MutationCoordinator:
                 baseline = await early
         if baseline is None:
             baseline = await self._diagnostics(scope, deadline, ctx)
-        outcome: CommitOutcome = await asyncio.to_thread(commit, plan, fs=self._fs)
+        outcome = await self._commit(plan)
         if outcome.status == "conflict":
             return self._conflict(pending, list(outcome.conflicts), outcome.message)
         if outcome.status != "applied":

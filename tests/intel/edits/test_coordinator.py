@@ -5,6 +5,8 @@ didSave and file-operation rules."""
 from __future__ import annotations
 
 import asyncio
+import threading
+import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -404,3 +406,43 @@ def test_files_a_command_writes_by_itself_widen_the_receipt(tmp_path: Path) -> N
     assert delta["counts"] == {"introduced": 1, "resolved": 0, "persisting": 1}, delta
     assert delta["introduced"][0]["path"] == "made.txt"
     assert delta["uncompared"] == ["b.txt", "old.txt"]
+
+
+class _SlowDisk(DiskFileSystem):
+    """Each ``replace`` takes a while (a slow disk), and says when the first one started."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.started = threading.Event()
+
+    def replace(self, source: str, target: str) -> None:
+        self.started.set()
+        time.sleep(0.2)
+        super().replace(source, target)
+
+
+def test_a_cancelled_call_still_finishes_its_commit_before_the_next_mutation(tmp_path: Path) -> None:
+    folder = _notes(tmp_path)
+    disk = _SlowDisk()
+    seen: list[tuple[str, str]] = []
+
+    async def run() -> None:
+        async with _coordinator(folder, fs=disk) as (workspace, coordinator):
+            a, b = workspace.resolve("a.txt"), workspace.resolve("b.txt")
+            edit = {"changes": {a.uri: [_insert(a.uri, "1 ")], b.uri: [_insert(b.uri, "2 ")]}}
+            first = asyncio.ensure_future(coordinator.mutate("code_insert", [a], _fixed(edit), AUTO))
+            while not disk.started.is_set():
+                await asyncio.sleep(0.01)
+            first.cancel()
+
+            async def look(deadline: Deadline) -> ProducedEdit:
+                seen.append(((folder / "a.txt").read_text(), (folder / "b.txt").read_text()))
+                return ProducedEdit({})
+
+            second = await coordinator.mutate("code_format", [a], look, AUTO)
+            assert second["ok"], second
+            with pytest.raises(asyncio.CancelledError):
+                await first
+
+    asyncio.run(run())
+    assert seen == [("1 alpha\n", "2 beta\n")]  # the whole first commit, never half of it
