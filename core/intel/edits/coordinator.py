@@ -226,9 +226,11 @@ class MutationCoordinator:
             elicit = getattr(ctx, "elicit", None)
             early = self._baseline_soon(pending, ctx)
             if elicit is not None:
-                try:
-                    answer = await elicit(self._question(tool, pending), view)
-                except Exception:  # a client that cannot ask gave no approval: park it instead
+                try:  # an unanswered question holds every mutation: after the approval window, park it
+                    answer = await asyncio.wait_for(
+                        elicit(self._question(tool, pending), view), self.transactions.ttl
+                    )
+                except Exception:  # a client that cannot ask (or a person away) gave no approval
                     answer = None
                 if answer is True:
                     applied = await self._apply(pending, ctx, Deadline(ctx.deadline), early)

@@ -17,6 +17,7 @@ from kandev_lsp.host import PluginHost
 from kandev_lsp.intel.dispatch import IntelContext
 from kandev_lsp.intel.edits.commit import DiskFileSystem
 from kandev_lsp.intel.edits.coordinator import MutationCoordinator, ProducedEdit
+from kandev_lsp.intel.edits.transactions import TransactionStore
 from kandev_lsp.intel.executor import Deadline
 from kandev_lsp.intel.runtime import ServerPool, file_operation_wanted, save_options
 from kandev_lsp.intel.workspace import Workspace
@@ -446,3 +447,24 @@ def test_a_cancelled_call_still_finishes_its_commit_before_the_next_mutation(tmp
 
     asyncio.run(run())
     assert seen == [("1 alpha\n", "2 beta\n")]  # the whole first commit, never half of it
+
+
+def test_an_unanswered_question_is_parked_after_the_approval_window(tmp_path: Path) -> None:
+    folder = _notes(tmp_path)
+
+    async def never(message: str, preview: Any) -> bool | None:
+        await asyncio.Event().wait()
+        return True
+
+    async def run() -> dict[str, Any]:
+        store = TransactionStore(ttl=0.3)
+        async with _coordinator(folder, transactions=store) as (workspace, coordinator):
+            a = workspace.resolve("a.txt")
+            edit = {"changes": {a.uri: [_insert(a.uri, "x")]}}
+            return await asyncio.wait_for(
+                coordinator.mutate("code_insert", [a], _fixed(edit), IntelContext(elicit=never)), 10
+            )
+
+    result = asyncio.run(run())
+    assert result["needsApproval"] and result["transactionId"], result
+    assert (folder / "a.txt").read_text() == "alpha\n"
