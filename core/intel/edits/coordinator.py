@@ -12,12 +12,18 @@ one lock the coordinator then:
    transaction and the result carries ``needsApproval`` + ``transactionId``;
 3. on approval (now, or in :meth:`approve`), revalidates the bound document versions and the digests of
    the files the preview was made from (B3.6): a file edited since is a conflict, nothing is written;
-4. takes the diagnostics baseline of the touched files, commits atomically (room A), tells the servers
-   (``didChange`` through the pool's sync path, ``didSave`` where ``textDocumentSync.save`` asks,
-   ``workspace/did{Create,Rename,Delete}Files`` where registered), runs the commands
+4. commits atomically (room A), with the diagnostics baseline of the touched files taken before (while
+   the person reads the preview, when there is one), tells the servers (``didChangeWatchedFiles`` and
+   ``workspace/did{Create,Rename,Delete}Files`` where registered, then ``didChange`` through the pool's
+   sync path and ``didSave`` where ``textDocumentSync.save`` asks), runs the commands
    (``workspace/executeCommand``) with the server's own ``workspace/applyEdit`` requests going through
-   the same applier (:meth:`apply_server_edit`, B6.23), and collects post-edit diagnostics (B7.3);
-5. answers with a receipt (B7.5), whatever the outcome: rejected, declined, conflict, failed, uncertain.
+   the same applier (:meth:`apply_server_edit`) and the files a command wrote by itself observed (B6.23),
+   then collects the post-edit diagnostics (B7.3);
+5. answers with a receipt (B7.5), whatever the outcome: rejected, declined, conflict, failed, uncertain
+   (a failed restore, or a command that timed out, B8.8).
+
+An elicitation nobody answers is parked after the approval window; a cancelled call still waits for its
+commit's thread before releasing the lock, so no mutation ever starts on half-written files.
 
 Read tools never take the lock (B7.2): only mutations queue behind each other.
 """
