@@ -9,7 +9,11 @@ Figures are ratios against baselines measured in the same run (these machines ar
   (``PYTHONDONTWRITEBYTECODE`` dropped from their environment, after a warm-up): an installed
   kandev-lsp has its bytecode compiled, and a checkout that never writes it would measure the compiler.
 
-Run: ``.venv/bin/python bench/resolve_bench.py [--rounds N]``
+``--compare DIR`` adds a third side to the cold rounds: the same console script running another
+checkout's sources (e.g. ``git worktree add /tmp/before HEAD~1``), so that a change is measured before
+and after in the same run (its modules are put ahead of the editable install's on ``PYTHONPATH``).
+
+Run: ``.venv/bin/python bench/resolve_bench.py [--rounds N] [--compare DIR]``
 """
 
 from __future__ import annotations
@@ -111,24 +115,41 @@ def spread(times: list[float]) -> str:
     return f"[{min(times) * 1e3:.0f}-{max(times) * 1e3:.0f}]"
 
 
-def cold_cli(rounds: int) -> None:
+def compare_environment(checkout: Path, env: dict[str, str], scratch: Path) -> dict[str, str]:
+    """``env`` with ``checkout``'s ``core/`` and ``plugins/*`` ahead of the editable install's."""
+    paths = scratch / "compare-path"
+    paths.mkdir()
+    (paths / "kandev_lsp").symlink_to(checkout.resolve() / "core")
+    for plugin in sorted((checkout / "plugins").iterdir()):
+        if (plugin / "__init__.py").exists():
+            (paths / f"kandev_lsp_{plugin.name}").symlink_to(plugin.resolve())
+    return {**env, "PYTHONPATH": str(paths)}
+
+
+def cold_cli(rounds: int, compare: Path | None, scratch: Path) -> None:
     env = {key: value for key, value in os.environ.items() if key != "PYTHONDONTWRITEBYTECODE"}
+    compare_env = compare_environment(compare, env, scratch) if compare else None
     bare = [sys.executable, "-c", "pass"]
     print(f"\nCold process (median of {rounds} alternating rounds [min-max]; goal: at most 3x)")
     for language in ("go", "typescript"):
         cli = [*kandev_lsp_command(), "resolve", language, "--json"]
+        sides = [(bare, env), (cli, env)] + ([(cli, compare_env)] if compare_env is not None else [])
         for _ in range(2):  # warm-up: bytecode written, files cached
-            cold(bare, env)
-            cold(cli, env)
-        bare_times, cli_times = [], []
+            for argv, side_env in sides:
+                cold(argv, side_env)
+        times: list[list[float]] = [[] for _ in sides]
         for _ in range(rounds):
-            bare_times.append(cold(bare, env))
-            cli_times.append(cold(cli, env))
-        b, c = statistics.median(bare_times), statistics.median(cli_times)
-        print(
-            f"resolve {language:<11} {c * 1e3:7.1f} ms {spread(cli_times):>11}   "
-            f"python -c pass {b * 1e3:6.1f} ms {spread(bare_times):>11}   ratio {c / b:4.2f}x"
+            for (argv, side_env), side_times in zip(sides, times, strict=True):
+                side_times.append(cold(argv, side_env))
+        b, c = statistics.median(times[0]), statistics.median(times[1])
+        line = (
+            f"resolve {language:<11} {c * 1e3:7.1f} ms {spread(times[1]):>11}   "
+            f"python -c pass {b * 1e3:6.1f} ms {spread(times[0]):>11}   ratio {c / b:4.2f}x"
         )
+        if compare_env is not None:
+            o = statistics.median(times[2])
+            line += f"   compared {o * 1e3:7.1f} ms {spread(times[2]):>11} ratio {o / b:4.2f}x"
+        print(line)
     modules = subprocess.run(
         [sys.executable, "-X", "importtime", "-m", "kandev_lsp.cli", "resolve", "go", "--json"],
         capture_output=True,
@@ -143,10 +164,11 @@ def cold_cli(rounds: int) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--rounds", type=int, default=15)
+    parser.add_argument("--compare", type=Path, help="another checkout whose `resolve` is measured too")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as root:
         in_process(build_task(Path(root)))
-    cold_cli(args.rounds)
+        cold_cli(args.rounds, args.compare, Path(root))
 
 
 if __name__ == "__main__":

@@ -8,8 +8,9 @@ dotted path, answering null when missing. A request with no items is answered ``
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
+
+from kandev_lsp._values import dataclass
 
 
 @dataclass(frozen=True, slots=True)

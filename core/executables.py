@@ -14,8 +14,8 @@ plugins, so the process layer and the installers use it without importing the re
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, field
 
+from kandev_lsp._values import dataclass, field
 from kandev_lsp.fileprobe import FileProbe, ProbeStatus
 from kandev_lsp.taskenv import TaskEnvironment
 
@@ -48,6 +48,12 @@ class Candidate:
     path: str
     source: str
     skip: str | None = None
+
+    def __init__(self, path: str, source: str, skip: str | None = None) -> None:
+        # Written out: one per candidate, and the generic one of kandev_lsp._values costs more.
+        object.__setattr__(self, "path", path)
+        object.__setattr__(self, "source", source)
+        object.__setattr__(self, "skip", skip)
 
 
 def executable_names(command: str, env: TaskEnvironment) -> tuple[str, ...]:

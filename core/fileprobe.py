@@ -11,10 +11,10 @@ from __future__ import annotations
 
 import os
 import stat
-from dataclasses import dataclass
 from enum import Enum
 from typing import Protocol
 
+from kandev_lsp._values import dataclass
 from kandev_lsp.platform import HostPlatform
 
 __all__ = ["FileProbe", "LocalFileProbe", "ProbeResult", "ProbeStatus"]
@@ -31,6 +31,11 @@ class ProbeStatus(Enum):
 class ProbeResult:
     status: ProbeStatus
     real_path: str = ""
+
+    def __init__(self, status: ProbeStatus, real_path: str = "") -> None:
+        # Written out: one per candidate, and the generic one of kandev_lsp._values costs more.
+        object.__setattr__(self, "status", status)
+        object.__setattr__(self, "real_path", real_path)
 
 
 class FileProbe(Protocol):

@@ -21,11 +21,12 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Iterable, Iterator, Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 import pluggy
 from kandev_lsp import defaults, entrypoints, hookspecs
+from kandev_lsp._values import dataclass, field
 from kandev_lsp.configuration import ConfigurationAnswer
 from kandev_lsp.discovery import Candidate
 from kandev_lsp.errors import UnknownLanguageError

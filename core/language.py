@@ -10,11 +10,11 @@ from __future__ import annotations
 import posixpath
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from enum import StrEnum
 from types import MappingProxyType
 from typing import Any
 
+from kandev_lsp._values import dataclass, field
 from kandev_lsp.platform import HostPlatform
 
 _LANGUAGE_ID = re.compile(r"^[a-z][a-z0-9_-]{0,31}$")

@@ -20,10 +20,10 @@ What the lifecycle decides (issue 8 "One lifecycle"; K8.1, K9.2-K9.5):
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any, Protocol
 
+from kandev_lsp._values import dataclass, field
 from kandev_lsp.errors import KandevLspError
 from kandev_lsp.resolver import MissingReason, Resolution, Resolver
 

@@ -11,9 +11,10 @@ import ntpath
 import os
 import posixpath
 import sys
-from dataclasses import dataclass
 from pathlib import PurePath, PurePosixPath, PureWindowsPath
 from typing import Literal
+
+from kandev_lsp._values import dataclass
 
 OperatingSystem = Literal["linux", "darwin", "windows"]
 Architecture = Literal["x86_64", "aarch64", "other"]

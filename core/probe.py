@@ -9,8 +9,8 @@ from __future__ import annotations
 import os
 import stat
 from collections.abc import Mapping
-from dataclasses import dataclass
 
+from kandev_lsp._values import dataclass
 from kandev_lsp.platform import HostPlatform
 
 PROXY_CHECK_TIMEOUT = 5.0

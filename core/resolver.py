@@ -9,11 +9,11 @@ considered is recorded for ``--explain``; a missing server's message says what w
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
 from kandev_lsp import codes
+from kandev_lsp._values import dataclass, field
 from kandev_lsp.errors import UnknownLanguageError
 from kandev_lsp.executables import IN_WORKSPACE, WorkspaceGate
 from kandev_lsp.fileprobe import FileProbe, LocalFileProbe, ProbeStatus
@@ -24,6 +24,11 @@ from kandev_lsp.taskenv import Task, TaskEnvironment
 
 SCHEMA = "kandev-lsp/resolution"
 SCHEMA_VERSION = 1
+
+
+#: Each probe status's text, read once: an enum member's ``.value`` is a descriptor call, and the resolver
+#: records one per candidate (in-process resolution, issue 7 item 26).
+_STATUS = {status: status.value for status in ProbeStatus}
 
 
 class MissingReason(StrEnum):
@@ -43,6 +48,13 @@ class ExplainStep:
     path: str
     verdict: str  # "taken", "rejected" or "skipped"
     reason: str
+
+    def __init__(self, source: str, path: str, verdict: str, reason: str) -> None:
+        # Written out: one step per candidate, and the generic one of kandev_lsp._values costs more.
+        object.__setattr__(self, "source", source)
+        object.__setattr__(self, "path", path)
+        object.__setattr__(self, "verdict", verdict)
+        object.__setattr__(self, "reason", reason)
 
     def to_json(self) -> dict[str, str]:
         return {"source": self.source, "path": self.path, "verdict": self.verdict, "reason": self.reason}
@@ -126,7 +138,9 @@ class Resolver:
             seen[candidate.path] = candidate.source
             result = probe.probe(candidate.path)
             if result.status is not ProbeStatus.OK:
-                trail.append(ExplainStep(candidate.source, candidate.path, "rejected", result.status.value))
+                trail.append(
+                    ExplainStep(candidate.source, candidate.path, "rejected", _STATUS[result.status])
+                )
                 continue
             refusal = gate.refusal(result.real_path)
             if refusal:
@@ -201,7 +215,7 @@ def _not_found_text(command: str, trail: tuple[ExplainStep, ...]) -> str:
             "programs from the workspace (a repository could have planted them)"
         )
     refused = [
-        step for step in trail if step.verdict == "rejected" and step.reason != ProbeStatus.MISSING.value
+        step for step in trail if step.verdict == "rejected" and step.reason != _STATUS[ProbeStatus.MISSING]
     ]
     if refused:
         first = refused[0]

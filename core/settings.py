@@ -24,9 +24,9 @@ import os
 import posixpath
 import sys
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from kandev_lsp._values import dataclass, field
 from kandev_lsp.configuration import configuration_items, merge_settings
 from kandev_lsp.errors import SettingsError
 from kandev_lsp.language import LanguageSpec

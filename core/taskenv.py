@@ -11,8 +11,8 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, field
 
+from kandev_lsp._values import dataclass, field
 from kandev_lsp.errors import TaskEnvironmentError
 from kandev_lsp.platform import HostPlatform
 

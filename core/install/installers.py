@@ -18,9 +18,10 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Protocol
+
+from kandev_lsp._values import dataclass, field
 
 if TYPE_CHECKING:
     from kandev_lsp.install.context import InstallContext, Staged

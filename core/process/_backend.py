@@ -23,11 +23,11 @@ import os
 import signal
 import subprocess
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import PureWindowsPath
 from typing import TYPE_CHECKING, Protocol
 
 from kandev_lsp._lazy import LazyModule
+from kandev_lsp._values import dataclass
 from kandev_lsp.platform import HostPlatform
 from kandev_lsp.process._tree import ProcInfo, handles, scan, scan_psutil
 

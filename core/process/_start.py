@@ -19,9 +19,9 @@ import os
 import subprocess
 import sys
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from typing import Any, Literal
 
+from kandev_lsp._values import dataclass
 from kandev_lsp.fileprobe import LocalFileProbe
 from kandev_lsp.platform import HostPlatform
 from kandev_lsp.process._backend import ProcessBackend, backend_for

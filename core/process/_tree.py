@@ -17,10 +17,10 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from kandev_lsp._lazy import LazyModule
+from kandev_lsp._values import dataclass
 
 if TYPE_CHECKING:
     import psutil

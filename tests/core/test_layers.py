@@ -40,4 +40,4 @@ def test_process_and_install_never_import_the_resolvers_rules(package: str) -> N
 def test_the_ground_floor_imports_nothing_above_it() -> None:
     for name in ("fileprobe.py", "executables.py"):
         ours = {m.split(".")[1] for m in imported_modules(CORE / name) if m.startswith("kandev_lsp.")}
-        assert ours <= {"fileprobe", "platform", "taskenv", "errors"}, name
+        assert ours <= {"fileprobe", "platform", "taskenv", "errors", "_values"}, name

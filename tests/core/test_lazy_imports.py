@@ -98,3 +98,58 @@ def test_resolve_json_imports_neither_front_end() -> None:
         "kandev_lsp.lifecycle",
     )
     assert _modules_after(["resolve", "typescript", "--json"], front_ends) == []
+
+
+#: Counts the code kandev-lsp's own modules have compiled from strings (``dataclasses.dataclass``
+#: compiles each generated method so, ``collections.namedtuple`` its ``__new__``) until the first process
+#: is spawned, then prints it. The standard library's and pluggy's own (inspect's namedtuples, typing's
+#: forward references) are not kandev-lsp's to avoid.
+_COMPILED_PROBE = """
+import sys
+compiled = []
+GENERATORS = ("dataclasses", "collections", "typing", "kandev_lsp._values")
+def hook(event, args):
+    if event == "compile" and args[1] == "<string>":
+        frame = sys._getframe(1)
+        while frame is not None and frame.f_globals.get("__name__") in GENERATORS:
+            frame = frame.f_back
+        if frame is not None and frame.f_globals.get("__name__", "").startswith("kandev_lsp"):
+            compiled.append(frame.f_globals["__name__"])
+    elif event == "subprocess.Popen":
+        print(f"compiled {sorted(set(compiled))}", file=sys.stderr, flush=True)
+        raise SystemExit(0)
+sys.addaudithook(hook)
+from kandev_lsp.cli import main
+main(sys.argv[1:])
+print(f"compiled {sorted(set(compiled))}", file=sys.stderr, flush=True)
+"""
+
+
+@pytest.mark.parametrize("language", ["typescript", "go"])
+def test_resolve_compiles_no_code_at_start_up(language: str) -> None:
+    """The standard ``dataclasses.dataclass`` compiled ~140 methods (about 2 ms per frozen class) before
+    ``resolve`` could answer; kandev_lsp._values declares the same classes without compiling (item 26)."""
+    done = subprocess.run(
+        [sys.executable, "-c", _COMPILED_PROBE, "resolve", language, "--json"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.stderr.strip().splitlines()[-1] == "compiled []", done.stderr
+
+
+@pytest.mark.skipif(not Path("/usr/bin/gopls").exists(), reason="needs gopls (Debian) at /usr/bin/gopls")
+def test_run_compiles_no_code_before_it_spawns_the_server(tmp_path: Path) -> None:
+    """Everything ``run`` does before the spawn is added to the editor's wait (item 25)."""
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    argv = ["run", "go", "--workspace", str(workspace), f"--env=HOME={tmp_path}", "--env=PATH=/usr/bin:/bin"]
+    done = subprocess.run(
+        [sys.executable, "-c", _COMPILED_PROBE, *argv],
+        input=b"",
+        capture_output=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.stderr.decode().strip().splitlines()[0] == "compiled []", done.stderr.decode()
