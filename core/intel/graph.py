@@ -22,6 +22,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
+from kandev_lsp.intel.errors import IntelError
 from kandev_lsp.intel.executor import Deadline
 from kandev_lsp.intel.symbols import kind_name
 from kandev_lsp.intel.text import PositionEncoding, TextSource
@@ -158,11 +159,17 @@ async def traverse(
     deadline: Deadline,
     budgets: GraphBudgets = GraphBudgets(),
     limit: int = 100,
+    lookup: Callable[[str], WorkspaceFile | IntelError] | None = None,
 ) -> dict[str, Any]:
-    """Walk the hierarchy from ``roots`` (see the module docstring); ``kind`` is one of :data:`KINDS`."""
+    """Walk the hierarchy from ``roots`` (see the module docstring); ``kind`` is one of :data:`KINDS`.
+
+    :param lookup: the operation's :meth:`Workspace.uri_lookup` when the caller looks the files up too.
+    """
     if kind not in KINDS:
         raise ValueError(f"kind must be one of {', '.join(KINDS)}, got {kind!r}")
     walk = _Walk(kind, workspace, texts, encoding, budgets)
+    if lookup is not None:
+        walk.lookup = lookup
     started = deadline.elapsed()
     frontier: list[tuple[dict[str, Any], dict[str, Any]]] = []
     root_ids: list[str] = []

@@ -368,6 +368,8 @@ class LspReadTools:
                 ctx,
             )
 
+            uris: dict[str, None] = {}  # the files the graph shows, to re-sync them like answers' files
+
             async def expand(item: dict[str, Any]) -> list[tuple[Any, Any]]:
                 value, _ = await self._value(
                     server, expand_method, {"item": item}, deadline, ctx, warmup=False
@@ -376,6 +378,9 @@ class LspReadTools:
                 for entry in value if isinstance(value, list) else []:
                     if not isinstance(entry, dict):
                         continue
+                    neighbour = entry.get("from" if args.kind == "callers" else "to", entry)
+                    if isinstance(neighbour, dict) and isinstance(neighbour.get("uri"), str):
+                        uris[neighbour["uri"]] = None
                     if args.kind == "callers":
                         out.append((entry.get("from"), entry.get("fromRanges")))
                     elif args.kind == "callees":
@@ -384,6 +389,7 @@ class LspReadTools:
                         out.append((entry, []))
                 return out
 
+            lookup = self.workspace.uri_lookup()
             result = await traverse(
                 [item for item in roots or [] if isinstance(item, dict)],
                 expand,
@@ -394,7 +400,11 @@ class LspReadTools:
                 deadline=deadline,
                 budgets=GraphBudgets(depth=args.depth),
                 limit=args.limit,
+                lookup=lookup,
             )
+            # B8.12 as for navigation: a file the graph showed is re-announced when it changes on disk,
+            # and (being watched) its later text reads reuse the re-sync's stamps.
+            server.saw(f for f in map(lookup, uris) if isinstance(f, WorkspaceFile))
             out = {"target": resolved.to_json(), **result, "provider": meta}
             if args.kind in _USES:
                 self._add_scope(out, server)

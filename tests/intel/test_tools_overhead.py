@@ -4,6 +4,7 @@ repeated call no longer makes, and the re-sync rules (B8.12) that still make the
 from __future__ import annotations
 
 import asyncio
+import os
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -121,3 +122,47 @@ def test_a_warm_call_stats_only_the_files_that_changed(
         )
     folder = write(tmp_path / "py", files)
     asyncio.run(_stat_checks(folder, real_servers, tag, monkeypatch))
+
+
+async def _caller_file_checks(
+    folder: Path, real_servers: RealServers, tag: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    env = TaskEnvironment.from_agent({**real_servers.overrides(), TAG_VARIABLE: tag})
+    callers = {"target": {"path": "lib.py", "symbol": "greet"}, "kind": "callers"}
+    module_stats: list[str] = []
+    stat = os.stat
+
+    def counted(path: Any, *args: Any, **kwargs: Any) -> os.stat_result:
+        if os.path.basename(str(path)).startswith("mod"):
+            module_stats.append(str(path))
+        return stat(path, *args, **kwargs)
+
+    async with IntelService.open([folder], env=env) as service:
+        first = await service.dispatch("code_hierarchy", callers, SLOW)
+        assert first["ok"] and len(first["items"]) == 2 + MODULES, first  # helper, main, use0..use11
+        await service.dispatch("code_hierarchy", callers, SLOW)  # the callers' files are now watched
+        monkeypatch.setattr(os, "stat", counted)
+        for _ in range(3):
+            again = await service.dispatch("code_hierarchy", callers, SLOW)
+            assert again["items"] == first["items"]
+        # Before: one stat per caller's file per call, to read its text for the call sites.
+        assert module_stats == [], module_stats
+        # A caller's file edited on disk is announced before the next query (B8.12): its call sites move.
+        edited = folder / "mod3.py"
+        edited.write_text("\n\n" + edited.read_text())
+        moved = await service.dispatch("code_hierarchy", callers, SLOW)
+        sites = {i["name"]: [s["line"] for s in i["callSites"]] for i in moved["items"]}
+        assert sites["use3"] == [7, 8] and sites["use4"] == [5, 6], sites
+
+
+def test_a_callers_files_are_watched_like_an_answers_files(
+    tmp_path: Path, real_servers: RealServers, tag: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    files = dict(PYTHON)
+    for n in range(MODULES):
+        files[f"mod{n}.py"] = (
+            f"from lib import greet\n\n\ndef use{n}(x: str) -> str:\n"
+            "    first = greet(x)\n    return first + greet(x, True)\n"
+        )
+    folder = write(tmp_path / "py", files)
+    asyncio.run(_caller_file_checks(folder, real_servers, tag, monkeypatch))
