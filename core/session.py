@@ -40,9 +40,9 @@ import os
 import sys
 from collections import deque
 from collections.abc import AsyncGenerator, Callable, Mapping, Sequence
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
+from kandev_lsp._values import dataclass
 from kandev_lsp.errors import KandevLspError
 from kandev_lsp.language import LanguageSpec
 from kandev_lsp.protocol import DEFAULT_LIMITS, NEED_DATA, FrameDecoder, FrameLimits, encode_header

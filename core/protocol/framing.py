@@ -16,10 +16,10 @@ from __future__ import annotations
 
 import re
 from collections import deque
-from dataclasses import dataclass
 from enum import Enum
 from typing import Final
 
+from kandev_lsp._values import dataclass
 from kandev_lsp.protocol.errors import (
     FrameTooLargeToSend,
     LocalProtocolError,

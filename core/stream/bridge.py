@@ -23,10 +23,10 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import AsyncGenerator, Callable
-from dataclasses import dataclass
 from enum import StrEnum
 from typing import Protocol
 
+from kandev_lsp._values import dataclass
 from kandev_lsp.protocol.errors import FrameTooLarge, ProtocolError
 from kandev_lsp.session import ClientTooSlow, ServerGone, ServerSession, StdinStalled
 
