@@ -26,71 +26,52 @@ Without inotify (another OS, no instances left) :meth:`DiskWatch.unchanged` alwa
 
 from __future__ import annotations
 
-import ctypes
 import errno
 import logging
 import os
-import struct
-import weakref
-from typing import Final
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING, Final
+
+if TYPE_CHECKING:
+    from inotify_simple import Event, INotify
+
+try:  # inotify_simple: the inotify calls and event parsing (a dependency on Linux only)
+    from inotify_simple import flags
+except ImportError:  # not Linux: no inotify, so a stat per file (see _open_inotify)
+    flags = None
 
 __all__ = ["DiskWatch"]
 
 _log = logging.getLogger("kandev_lsp.intel")
 
-IN_MODIFY: Final = 0x00000002
-IN_ATTRIB: Final = 0x00000004
-IN_CLOSE_WRITE: Final = 0x00000008
-IN_MOVED_FROM: Final = 0x00000040
-IN_MOVED_TO: Final = 0x00000080
-IN_CREATE: Final = 0x00000100
-IN_DELETE: Final = 0x00000200
-IN_DELETE_SELF: Final = 0x00000400
-IN_MOVE_SELF: Final = 0x00000800
-IN_Q_OVERFLOW: Final = 0x00004000
-IN_IGNORED: Final = 0x00008000
-IN_ONLYDIR: Final = 0x01000000
-IN_DONT_FOLLOW: Final = 0x02000000
+if flags is not None:
+    _CONTENT: Final = flags.MODIFY | flags.ATTRIB | flags.CLOSE_WRITE
+    _ENTRY: Final = flags.MOVED_FROM | flags.MOVED_TO | flags.CREATE | flags.DELETE
+    _SELF: Final = flags.DELETE_SELF | flags.MOVE_SELF | flags.IGNORED
+    _FOLDER_MASK: Final = (
+        _CONTENT | _ENTRY | flags.DELETE_SELF | flags.MOVE_SELF | flags.ONLYDIR | flags.DONT_FOLLOW
+    )
+    _FILE_MASK: Final = _CONTENT | flags.DELETE_SELF | flags.MOVE_SELF | flags.DONT_FOLLOW
 
-_CONTENT: Final = IN_MODIFY | IN_ATTRIB | IN_CLOSE_WRITE
-_ENTRY: Final = IN_MOVED_FROM | IN_MOVED_TO | IN_CREATE | IN_DELETE
-_SELF: Final = IN_DELETE_SELF | IN_MOVE_SELF | IN_IGNORED
-_FOLDER_MASK: Final = _CONTENT | _ENTRY | IN_DELETE_SELF | IN_MOVE_SELF | IN_ONLYDIR | IN_DONT_FOLLOW
-_FILE_MASK: Final = _CONTENT | IN_DELETE_SELF | IN_MOVE_SELF | IN_DONT_FOLLOW
-_HEADER: Final = struct.Struct("iIII")
 #: Files watched at most by one instance; past it the extra files are checked with a ``stat``.
 MAX_FILES: Final = 20_000
 
 
-class _Inotify:
-    """The three libc calls, loaded once (None where there is no inotify)."""
+def _open_inotify() -> INotify | None:
+    """A non-blocking inotify instance, or None where there is none (another OS, a libc without inotify,
+    no instance left under ``fs.inotify.max_user_instances``): then every file is checked with a stat."""
+    if flags is None:
+        return None
+    from inotify_simple import INotify
 
-    def __init__(self) -> None:
-        libc = ctypes.CDLL(None, use_errno=True)
-        self.init1 = libc.inotify_init1
-        self.init1.argtypes = [ctypes.c_int]
-        self.init1.restype = ctypes.c_int
-        self.add_watch = libc.inotify_add_watch
-        self.add_watch.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_uint32]
-        self.add_watch.restype = ctypes.c_int
-
-
-def _load() -> _Inotify | None:
     try:
-        return _Inotify()
-    except (OSError, AttributeError):  # not Linux, or a libc without inotify
+        return INotify(nonblocking=True)
+    except (OSError, AttributeError):
         return None
 
 
-_INOTIFY: _Inotify | bool | None = False  # False: not loaded yet
-
-
-def _inotify() -> _Inotify | None:
-    global _INOTIFY
-    if _INOTIFY is False:
-        _INOTIFY = _load()
-    assert _INOTIFY is not True
-    return _INOTIFY
+#: How an instance is opened; tests replace it to run without inotify.
+_OPEN: Callable[[], INotify | None] = _open_inotify
 
 
 class DiskWatch:
@@ -101,9 +82,8 @@ class DiskWatch:
     """
 
     def __init__(self) -> None:
-        self._fd: int | None = None
+        self._inotify: INotify | None = None
         self._failed = False
-        self._finalizer: weakref.finalize[[int], DiskWatch] | None = None
         #: Watch descriptor -> (path, is folder).
         self._watches: dict[int, tuple[str, bool]] = {}
         self._folders: set[str] = set()
@@ -116,50 +96,38 @@ class DiskWatch:
     @property
     def active(self) -> bool:
         """Whether changes are reported (an inotify instance is open)."""
-        return self._fd is not None
+        return self._inotify is not None
 
     def drain(self) -> None:
         """Read the events queued since the last drain; files they touch are reported as changed."""
         self._changed.clear()
         self._files |= self._new
         self._new.clear()
-        if self._fd is None:
+        if self._inotify is None:
             return
-        chunks: list[bytes] = []
-        while True:
-            try:
-                chunk = os.read(self._fd, 65536)
-            except BlockingIOError:
-                break
-            except OSError:
-                self._reset("read failed")
-                return
-            if not chunk:
-                break
-            chunks.append(chunk)
-        if chunks and not self._apply(b"".join(chunks)):
+        try:
+            events = self._inotify.read(timeout=0)
+        except OSError:
+            self._reset("read failed")
+            return
+        if events and not self._apply(events):
             self._reset("a watched folder changed or the queue overflowed")
 
-    def _apply(self, data: bytes) -> bool:
-        """Record the events in ``data``; False when every file must be checked."""
-        offset = 0
-        size = _HEADER.size
-        while offset + size <= len(data):
-            wd, mask, _cookie, length = _HEADER.unpack_from(data, offset)
-            name = data[offset + size : offset + size + length].split(b"\0", 1)[0]
-            offset += size + length
-            if mask & IN_Q_OVERFLOW:
+    def _apply(self, events: Iterable[Event]) -> bool:
+        """Record ``events``; False when every file must be checked."""
+        for wd, mask, _cookie, name in events:
+            if mask & flags.Q_OVERFLOW:
                 return False
             watched = self._watches.get(wd)
             if watched is None:
                 continue
             path, is_folder = watched
             if is_folder:
-                if mask & (IN_DELETE_SELF | IN_MOVE_SELF | IN_IGNORED):
+                if mask & _SELF:
                     return False
                 if not name:
                     continue
-                child = os.path.join(path, os.fsdecode(name))
+                child = os.path.join(path, name)
                 if child in self._folders:
                     if mask & _ENTRY:
                         return False  # a folder on a watched file's path moved, went or was replaced
@@ -171,7 +139,7 @@ class DiskWatch:
                 self._changed.add(path)
                 if mask & _SELF:
                     self._files.discard(path)
-                    if mask & IN_IGNORED:
+                    if mask & flags.IGNORED:
                         self._watches.pop(wd, None)
         return True
 
@@ -186,17 +154,11 @@ class DiskWatch:
     def _watch(self, path: str, root: str) -> None:
         if self._failed or path in self._new or len(self._files) + len(self._new) >= MAX_FILES:
             return
-        inotify = _inotify()
-        if inotify is None:
-            self._failed = True
-            return
-        if self._fd is None:
-            fd = inotify.init1(os.O_NONBLOCK | os.O_CLOEXEC)
-            if fd < 0:
-                self._failed = True  # no instance left (fs.inotify.max_user_instances): stat as before
+        if self._inotify is None:
+            self._inotify = _OPEN()
+            if self._inotify is None:
+                self._failed = True  # a stat per file, as before
                 return
-            self._fd = fd
-            self._finalizer = weakref.finalize(self, os.close, fd)
         folders: list[str] = []
         folder = os.path.dirname(path)
         while True:
@@ -207,17 +169,17 @@ class DiskWatch:
         if folders[-1] != root:
             return  # not inside root: never trusted
         for folder in folders:
-            if folder not in self._folders and not self._add(inotify, folder, _FOLDER_MASK, True):
+            if folder not in self._folders and not self._add(folder, _FOLDER_MASK, True):
                 return
-        if self._add(inotify, path, _FILE_MASK, False):
+        if self._add(path, _FILE_MASK, False):
             self._new.add(path)
 
-    def _add(self, inotify: _Inotify, path: str, mask: int, is_folder: bool) -> bool:
-        assert self._fd is not None
-        wd = inotify.add_watch(self._fd, os.fsencode(path), mask)
-        if wd < 0:
-            code = ctypes.get_errno()
-            if code == errno.ENOSPC:  # fs.inotify.max_user_watches: stat the files that are left
+    def _add(self, path: str, mask: int, is_folder: bool) -> bool:
+        assert self._inotify is not None
+        try:
+            wd = self._inotify.add_watch(path, mask)
+        except OSError as exc:
+            if exc.errno == errno.ENOSPC:  # fs.inotify.max_user_watches: stat the files that are left
                 self._failed = True
             return False
         self._watches[wd] = (path, is_folder)
@@ -234,10 +196,9 @@ class DiskWatch:
 
     def close(self) -> None:
         """Close the inotify instance; the files are then checked with a ``stat`` until watched again."""
-        if self._finalizer is not None:
-            self._finalizer()
-            self._finalizer = None
-        self._fd = None
+        if self._inotify is not None:
+            self._inotify.close()
+            self._inotify = None
         self._watches.clear()
         self._folders.clear()
         self._files.clear()

@@ -10,6 +10,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from inotify_simple import Event, flags
 from kandev_lsp.intel import watch as watch_module
 from kandev_lsp.intel.watch import DiskWatch
 
@@ -140,7 +141,7 @@ def test_a_path_outside_its_root_is_never_trusted(tmp_path: Path, disk: DiskWatc
 def test_without_inotify_every_file_is_checked(
     tmp_path: Path, disk: DiskWatch, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(watch_module, "_INOTIFY", None)
+    monkeypatch.setattr(watch_module, "_OPEN", lambda: None)
     root, target, _ = _tree(tmp_path)
     for _ in range(3):
         disk.drain()
@@ -151,5 +152,4 @@ def test_without_inotify_every_file_is_checked(
 def test_an_overflowed_queue_makes_every_file_changed(tmp_path: Path, disk: DiskWatch) -> None:
     root, target, _ = _tree(tmp_path)
     _watched(disk, target, root)
-    header = watch_module._HEADER.pack(-1, watch_module.IN_Q_OVERFLOW, 0, 0)
-    assert not disk._apply(header)
+    assert not disk._apply([Event(-1, flags.Q_OVERFLOW, 0, "")])
