@@ -28,6 +28,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from benchkit import compare_environment
 from kandev_lsp.host import PluginHost
 from kandev_lsp.resolver import Resolver
 from kandev_lsp.taskenv import Task, TaskEnvironment
@@ -113,17 +114,6 @@ def kandev_lsp_command() -> list[str]:
 
 def spread(times: list[float]) -> str:
     return f"[{min(times) * 1e3:.0f}-{max(times) * 1e3:.0f}]"
-
-
-def compare_environment(checkout: Path, env: dict[str, str], scratch: Path) -> dict[str, str]:
-    """``env`` with ``checkout``'s ``core/`` and ``plugins/*`` ahead of the editable install's."""
-    paths = scratch / "compare-path"
-    paths.mkdir()
-    (paths / "kandev_lsp").symlink_to(checkout.resolve() / "core")
-    for plugin in sorted((checkout / "plugins").iterdir()):
-        if (plugin / "__init__.py").exists():
-            (paths / f"kandev_lsp_{plugin.name}").symlink_to(plugin.resolve())
-    return {**env, "PYTHONPATH": str(paths)}
 
 
 def cold_cli(rounds: int, compare: Path | None, scratch: Path) -> None:

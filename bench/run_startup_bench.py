@@ -32,6 +32,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from benchkit import compare_environment
+
 DEFAULT_LANGUAGES = ("go", "python", "typescript")
 RESPONSE_TIMEOUT = 30.0
 
@@ -115,18 +117,6 @@ def make_workspace(root: Path) -> Path:
 def kandev_lsp_command() -> list[str]:
     script = Path(sys.executable).parent / "kandev-lsp"
     return [str(script)] if script.exists() else [shutil.which("kandev-lsp") or "kandev-lsp"]
-
-
-def compare_environment(checkout: Path, env: dict[str, str], scratch: Path) -> dict[str, str]:
-    """``env`` with ``checkout``'s ``core/`` and ``plugins/*`` ahead of the editable install's (the
-    entry points stay the installed ones; the module names are the same)."""
-    paths = scratch / "compare-path"
-    paths.mkdir()
-    (paths / "kandev_lsp").symlink_to(checkout.resolve() / "core")
-    for plugin in sorted((checkout / "plugins").iterdir()):
-        if (plugin / "__init__.py").exists():
-            (paths / f"kandev_lsp_{plugin.name}").symlink_to(plugin.resolve())
-    return {**env, "PYTHONPATH": str(paths)}
 
 
 def _row(label: str, times: list[float], direct: float) -> str:
