@@ -87,10 +87,6 @@ def add_mcp_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParse
     parser.set_defaults(handler=run_mcp)
 
 
-#: How long a person may take to answer an approval prompt; past it the edit is parked as a transaction.
-ELICIT_TIMEOUT = 600.0
-
-
 def tool_annotations(spec: ToolSpec) -> Any:
     """The spec's MCP annotations (:meth:`ToolSpec.annotations`: read tools read-only and idempotent;
     mutations not read-only, destructive unless they only add text or re-format) as the SDK's type."""
@@ -132,7 +128,6 @@ def build_server(service: IntelService, deadline: float = 9.0, *, auto_approve: 
     from collections.abc import AsyncIterator
     from importlib.metadata import PackageNotFoundError, version
 
-    import anyio
     import mcp_types as types
     from kandev_lsp.intel.dispatch import IntelContext
     from mcp.server.lowlevel import Server
@@ -171,12 +166,13 @@ def build_server(service: IntelService, deadline: float = 9.0, *, auto_approve: 
         async def elicit(message: str, preview: Mapping[str, Any]) -> bool | None:
             approvals.asked += 1
             try:
-                with anyio.fail_after(ELICIT_TIMEOUT):
-                    answer = await session.elicit_form(
-                        approval_message(message, preview),
-                        APPROVAL_SCHEMA,
-                        related_request_id=ctx.request_id,
-                    )
+                # No timer here: the coordinator parks an unanswered question after its approval window
+                # (a transaction's lifetime) by cancelling this call.
+                answer = await session.elicit_form(
+                    approval_message(message, preview),
+                    APPROVAL_SCHEMA,
+                    related_request_id=ctx.request_id,
+                )
             except Exception as error:  # the client failed to ask: fall back to the two-step flow
                 log.warning(
                     "approval prompt failed (%s): the edit waits for a transaction", type(error).__name__
