@@ -37,8 +37,10 @@ from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Final
 
+from kandev_lsp.intel.errors import IntelError
 from kandev_lsp.intel.executor import Deadline, ProviderUnavailable
 from kandev_lsp.intel.notices import missing_server_notice
+from kandev_lsp.intel.pathmemo import watched_lookup
 from kandev_lsp.intel.text import MAX_TEXT_BYTES, Document
 from kandev_lsp.intel.watch import DiskWatch
 from kandev_lsp.intel.workspace import Root, Workspace, WorkspaceFile
@@ -208,6 +210,9 @@ class ManagedServer:
     #: Which of those files changed on disk since the last :meth:`refresh` (inotify): only they get a
     #: ``stat`` (every file still does where changes cannot be watched, B8.12).
     disk_watch: DiskWatch = field(default_factory=DiskWatch)
+    #: Files answers pointed at, by URI, whose path check (B8.11) was made while the disk watch was on
+    #: them: trusted again, without an ``lstat``, while the watch reports no change (:meth:`uri_lookup`).
+    placed: dict[str, WorkspaceFile] = field(default_factory=dict)
     _lock: asyncio.Lock = field(default_factory=asyncio.Lock)
 
     @property
@@ -336,6 +341,11 @@ class ManagedServer:
                 await self.client.notify(_WATCHED, {"changes": moved})
             self.checked = checked
             return changed
+
+    def uri_lookup(self, workspace: Workspace) -> Callable[[str], WorkspaceFile | IntelError]:
+        """:meth:`Workspace.uri_lookup` for one tool call, trusting earlier checks this server's disk watch
+        vouches for (:func:`~kandev_lsp.intel.pathmemo.watched_lookup`)."""
+        return watched_lookup(workspace, self.disk_watch, self.placed)
 
     def saw(self, files: Iterable[WorkspaceFile]) -> None:
         """Remember files an answer pointed at, to announce their later changes on disk."""

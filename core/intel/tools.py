@@ -305,7 +305,7 @@ class LspReadTools:
             value, meta = await self._value(server, method, params, deadline, ctx)
             raw = normalize_locations(value)
             texts = self._texts(server)
-            lookup = self.workspace.uri_lookup()
+            lookup = server.uri_lookup(self.workspace)
             found = map(lookup, dict.fromkeys(item.uri for item in raw))  # each file once
             files = [f for f in found if isinstance(f, WorkspaceFile)]
             server.saw(files)
@@ -389,7 +389,7 @@ class LspReadTools:
                         out.append((entry, []))
                 return out
 
-            lookup = self.workspace.uri_lookup()
+            lookup = server.uri_lookup(self.workspace)
             result = await traverse(
                 [item for item in roots or [] if isinstance(item, dict)],
                 expand,

@@ -151,6 +151,11 @@ class DiskWatch:
         self._watch(path, root)
         return False
 
+    def watching(self, path: str) -> bool:
+        """Whether ``path`` is watched now: a change from this moment on will be reported, so a check of
+        the file made now can be trusted while :meth:`unchanged` says True ("watch, then look")."""
+        return path in self._files or path in self._new
+
     def _watch(self, path: str, root: str) -> None:
         if self._failed or path in self._new or len(self._files) + len(self._new) >= MAX_FILES:
             return

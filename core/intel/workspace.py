@@ -329,6 +329,12 @@ class Workspace:
         except IntelError as error:
             return error
 
+    def roots_in_place(self) -> bool:
+        """Whether every root's path still leads to the folder it named at open (nothing on the way to it
+        was replaced by a symbolic link since): a few ``lstat`` calls, made once per tool call by callers
+        that trust earlier path checks below the roots (:meth:`ManagedServer.uri_lookup`)."""
+        return all(os.path.realpath(root.path) == root.path for root in self.roots)
+
     def uri_lookup(self) -> Callable[[str], WorkspaceFile | IntelError]:
         """:meth:`try_uri` remembering its answers: one check per file instead of one per location.
 

@@ -1,0 +1,133 @@
+"""Path checks remembered across tool calls (intel/pathmemo.py): a remembered check must never outlive a
+change that would make the full check (B8.11) refuse the file. Real files, real inotify, real Workspace;
+each "call" is what a tool call does: the re-sync's drain, then lookups."""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+from kandev_lsp.intel import watch as watch_module
+from kandev_lsp.intel.errors import IntelError, PathOutsideWorkspace
+from kandev_lsp.intel.pathmemo import watched_lookup
+from kandev_lsp.intel.watch import DiskWatch
+from kandev_lsp.intel.workspace import Workspace, WorkspaceFile
+
+pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the watch is inotify's")
+
+
+class Session:
+    """One server's watch and memo over a workspace, and a count of full checks."""
+
+    def __init__(self, workspace: Workspace, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.workspace = workspace
+        self.watch = DiskWatch()
+        self.placed: dict[str, WorkspaceFile] = {}
+        self.full_checks = 0
+        check = workspace.try_uri
+
+        def counted(uri: str, **kw: object) -> WorkspaceFile | IntelError:
+            self.full_checks += 1
+            return check(uri, **kw)  # type: ignore[arg-type]
+
+        monkeypatch.setattr(workspace, "try_uri", counted)
+
+    def call(self) -> Callable[[str], WorkspaceFile | IntelError]:
+        """A new tool call: drain the watch (as the re-sync does), then a fresh lookup."""
+        self.watch.drain()
+        return watched_lookup(self.workspace, self.watch, self.placed)
+
+
+@pytest.fixture
+def tree(tmp_path: Path) -> tuple[Path, Path, Path]:
+    """``base/ws/src/pkg/mod.py`` (the workspace root is ``base/ws``) and ``outside/mod.py``."""
+    base = Path(os.path.realpath(tmp_path))
+    target = base / "parent" / "ws" / "src" / "pkg" / "mod.py"
+    target.parent.mkdir(parents=True)
+    target.write_text("x = 1\n")
+    outside = base / "outside"
+    (outside / "pkg").mkdir(parents=True)
+    (outside / "mod.py").write_text("secret = 1\n")
+    (outside / "pkg" / "mod.py").write_text("secret = 2\n")
+    return base / "parent" / "ws", target, outside
+
+
+@pytest.fixture
+def session(tree: tuple[Path, Path, Path], monkeypatch: pytest.MonkeyPatch) -> Iterator[Session]:
+    made = Session(Workspace([tree[0]]), monkeypatch)
+    yield made
+    made.watch.close()
+
+
+def _remembered(session: Session, uri: str) -> None:
+    """Look ``uri`` up until its check is remembered: the first check starts the watch, the second (made
+    while watched) is kept, the third call answers from memory."""
+    assert isinstance(session.call()(uri), WorkspaceFile)
+    assert uri not in session.placed, "a check made before the file was watched was remembered"
+    assert isinstance(session.call()(uri), WorkspaceFile)
+    assert uri in session.placed
+    before = session.full_checks
+    assert isinstance(session.call()(uri), WorkspaceFile)
+    assert session.full_checks == before, "an unchanged, watched file was checked again"
+
+
+def test_an_unchanged_file_is_answered_from_memory(session: Session, tree: tuple[Path, Path, Path]) -> None:
+    uri = tree[1].as_uri()
+    _remembered(session, uri)
+    lookup = session.call()
+    before = session.full_checks
+    assert lookup(uri) == lookup(uri)
+    assert session.full_checks == before
+    tree[1].write_text("x = 2\n")  # a content change: the file is checked again, and still allowed
+    assert isinstance(session.call()(uri), WorkspaceFile)
+    assert session.full_checks == before + 1
+
+
+@pytest.mark.parametrize("swap", ["file_for_a_link", "folder_for_a_link", "root_parent_for_a_link"])
+def test_a_swap_for_a_link_out_is_refused_on_the_next_call(
+    session: Session, tree: tuple[Path, Path, Path], swap: str
+) -> None:
+    root, target, outside = tree
+    uri = target.as_uri()
+    _remembered(session, uri)
+    if swap == "file_for_a_link":
+        target.unlink()
+        target.symlink_to(outside / "mod.py")
+    elif swap == "folder_for_a_link":
+        pkg = target.parent
+        pkg.rename(pkg.with_name("pkg-old"))
+        pkg.symlink_to(outside / "pkg", target_is_directory=True)
+    else:  # above the root, where nothing is watched: base/parent becomes a link to a look-alike tree
+        look_alike = outside / "parent"
+        (look_alike / "ws" / "src" / "pkg").mkdir(parents=True)
+        (look_alike / "ws" / "src" / "pkg" / "mod.py").write_text("secret = 3\n")
+        parent = root.parent
+        parent.rename(parent.with_name("parent-old"))
+        parent.symlink_to(look_alike, target_is_directory=True)
+    found = session.call()(uri)
+    assert isinstance(found, PathOutsideWorkspace), found
+
+
+def test_without_inotify_every_call_checks_every_file(
+    tree: tuple[Path, Path, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(watch_module, "_OPEN", lambda: None)
+    session = Session(Workspace([tree[0]]), monkeypatch)
+    uri = tree[1].as_uri()
+    for calls in range(1, 4):
+        assert isinstance(session.call()(uri), WorkspaceFile)
+        assert session.full_checks == calls
+    assert not session.placed
+
+
+def test_a_uri_through_a_link_is_never_remembered(session: Session, tree: tuple[Path, Path, Path]) -> None:
+    root, target, _ = tree
+    (root / "alias").symlink_to(target.parent, target_is_directory=True)  # a link inside the root
+    uri = (root / "alias" / "mod.py").as_uri()
+    for calls in range(1, 4):
+        found = session.call()(uri)
+        assert isinstance(found, WorkspaceFile) and found.absolute == str(target)
+        assert session.full_checks == calls
