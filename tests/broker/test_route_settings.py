@@ -41,6 +41,9 @@ from routekit import (
 from websockets.asyncio.client import ClientConnection
 
 HERE = Path(__file__).parent
+sys.path.insert(0, str(HERE.parent))  # the stand-ins' shared framing, for the recorder's copy
+from standin_framing import copied_source  # noqa: E402
+
 LANGUAGE = "recorder"
 
 
@@ -63,7 +66,7 @@ class RecorderPlugin:
 def recorder_executable(folder: Path) -> str:
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / "recorder-lsp"
-    source = (HERE / "recorder_lsp.py").read_text(encoding="utf-8")
+    source = copied_source(HERE / "recorder_lsp.py")
     path.write_text(f"#!{sys.executable} -IS\n{source}", encoding="utf-8")
     path.chmod(0o755)
     return str(path)

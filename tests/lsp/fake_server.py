@@ -21,39 +21,17 @@ import contextlib
 import json
 import os
 import sys
+from pathlib import Path
 
-OUT = sys.stdout.buffer
-
-
-def write_body(body: bytes) -> None:
-    OUT.write(b"Content-Length: %d\r\n\r\n" % len(body) + body)
-    OUT.flush()
-
-
-def send(message: dict) -> None:  # type: ignore[type-arg]
-    write_body(json.dumps(message).encode())
-
-
-def read_frame() -> dict | None:  # type: ignore[type-arg]
-    stdin = sys.stdin.buffer
-    length = None
-    while True:
-        line = stdin.readline()
-        if not line:
-            return None
-        if line == b"\r\n":
-            break
-        name, _, value = line.partition(b":")
-        if name.strip().lower() == b"content-length":
-            length = int(value.strip())
-    assert length is not None
-    return json.loads(stdin.read(length))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # standin_framing (see its docstring)
+from standin_framing import read_frame, send, write_body, write_raw
 
 
 def main() -> None:
     never: set[object] = set()
     asked = 0
-    while (message := read_frame()) is not None:
+    while (body := read_frame(sys.stdin.buffer)) is not None:
+        message = json.loads(body)
         method = message.get("method")
         params = message.get("params")
         request_id = message.get("id")
@@ -100,8 +78,7 @@ def main() -> None:
             write_body(b"{this is not json")
             send({"jsonrpc": "2.0", "id": request_id, "result": "after"})
         elif method == "test/garbage":
-            OUT.write(b"a log line on stdout\r\n\r\n")
-            OUT.flush()
+            write_raw(b"a log line on stdout\r\n\r\n")
         elif method == "test/crash":
             os._exit(3)
         elif method == "test/progressThenAnswer":

@@ -30,32 +30,10 @@ import signal
 import subprocess
 import sys
 import time
+from pathlib import Path
 
-OUT = sys.stdout.buffer
-
-
-def write_body(body: bytes) -> None:
-    OUT.write(b"Content-Length: %d\r\n\r\n" % len(body) + body)
-    OUT.flush()
-
-
-def send(message: dict) -> None:
-    write_body(json.dumps(message).encode())
-
-
-def read_frame(stream) -> bytes | None:  # type: ignore[no-untyped-def]
-    length = None
-    while True:
-        line = stream.readline()
-        if not line:
-            return None
-        if line == b"\r\n":
-            break
-        name, _, value = line.partition(b":")
-        if name.strip().lower() == b"content-length":
-            length = int(value.strip())
-    assert length is not None
-    return stream.read(length)
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # standin_framing (see its docstring)
+from standin_framing import read_frame, send, write_body, write_raw
 
 
 def echo(stubborn: bool = False) -> None:
@@ -110,12 +88,10 @@ def echo(stubborn: bool = False) -> None:
         elif method == "test/exit0":
             os._exit(0)
         elif method == "test/huge":
-            OUT.write(b"Content-Length: %d\r\n\r\n" % params["size"] + b"{" * 1024)
-            OUT.flush()
+            write_raw(b"Content-Length: %d\r\n\r\n" % params["size"] + b"{" * 1024)
             time.sleep(120)
         elif method == "test/garbage":
-            OUT.write(b"this is a log line on stdout\r\n\r\n")
-            OUT.flush()
+            write_raw(b"this is a log line on stdout\r\n\r\n")
         elif method == "test/badUtf8":
             write_body(b'{"jsonrpc":"2.0","method":"x","params":"\xff\xfe"}')
         elif method == "test/flood":

@@ -39,6 +39,9 @@ from kandev_lsp.testing import processes_tagged
 from websockets.asyncio.client import ClientConnection, connect
 
 HERE = Path(__file__).parent
+sys.path.insert(0, str(HERE.parent))  # the stand-ins' shared framing, for the fake's copies
+from standin_framing import copied_source  # noqa: E402
+
 TOKEN = "stream-test-token-0123456789abcdef"
 TAG_VARIABLE = "KANDEV_TEST_TAG"
 FAKE_SOURCE = HERE / "fake_lsp.py"
@@ -75,7 +78,7 @@ def write_executable(path: Path, source: str, interpreter: str = FAST_PYTHON) ->
 
 
 def fake_server_source() -> str:
-    source = FAKE_SOURCE.read_text(encoding="utf-8")
+    source = copied_source(FAKE_SOURCE)
     # --version for install verification of the release-installed copy
     return source.replace(
         "def main() -> None:\n",
