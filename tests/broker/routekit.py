@@ -1,5 +1,6 @@
-"""Shared pieces of the route tests: a real ``serve`` with Debian's gopls, a broker, a client, and small
-readers (imported by name: conftest puts this folder on sys.path)."""
+"""Shared pieces of the route tests: a real ``serve`` with Debian's gopls, a broker over one session, a
+client, the editor's first steps (``ready``, ``initialize``) and small readers (imported by name: conftest
+puts this folder on sys.path)."""
 
 from __future__ import annotations
 
@@ -7,13 +8,14 @@ import asyncio
 import contextlib
 import json
 import shutil
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 from kandev_lsp.broker.auth import BearerAuthorizer
 from kandev_lsp.broker.directory import DirectoryError, Execution
+from kandev_lsp.broker.lease_mode import SuppressedProviders
 from kandev_lsp.broker.route import BrokerConfig, BrokerServer
 from kandev_lsp.host import PluginHost
 from kandev_lsp.session import BridgeLimits
@@ -80,15 +82,34 @@ def execution_for(url: str, executor: str = "local", execution_id: str = "x1") -
     return Execution(execution_id, executor, url, SERVE_TOKEN, "/work/task")
 
 
+def one_session(url: str) -> SpyDirectory:
+    """A directory holding one session, ``s1``, whose execution's serve is at ``url``."""
+    return SpyDirectory({"s1": execution_for(url)})
+
+
 @contextlib.asynccontextmanager
-async def broker(directory: Any, **config: Any) -> AsyncIterator[BrokerServer]:
+async def broker(
+    directory: Any, *, suppressed_providers: SuppressedProviders | None = None, **config: Any
+) -> AsyncIterator[BrokerServer]:
+    """A broker over ``directory``; ``config`` goes to its :class:`BrokerConfig`."""
     server = BrokerServer(
         directory=directory,
         authorizer=BearerAuthorizer(StreamToken(BROKER_TOKEN)),
         config=BrokerConfig(close_timeout=2.0, **config),
+        suppressed_providers=suppressed_providers,
     )
     async with server:
         yield server
+
+
+@contextlib.asynccontextmanager
+async def attached(
+    url: str, target: str = "/lsp/s1?language=go", **config: Any
+) -> AsyncIterator[tuple[BrokerServer, ClientConnection]]:
+    """A broker over :func:`one_session` at ``url`` (``config`` as for :func:`broker`) and a client
+    connected to ``target`` through it."""
+    async with broker(one_session(url), **config) as server, client(server, target) as ws:
+        yield server, ws
 
 
 def client(server: BrokerServer, target: str, token: str | None = BROKER_TOKEN, **options: Any) -> connect:
@@ -111,6 +132,37 @@ async def request(ws: ClientConnection, number: int, method: str, params: Any) -
             message = json.loads(await ws.recv())
             if message.get("id") == number and "method" not in message:
                 return dict(message)
+
+
+async def ready(ws: ClientConnection) -> dict[str, Any]:
+    """The broker's ``ready`` frame, skipping whatever comes before it (install frames)."""
+    async with asyncio.timeout(20):
+        while True:
+            frame = json.loads(await ws.recv())
+            if frame.get("status") == "ready":
+                return dict(frame)
+
+
+async def frame_with(ws: ClientConnection, key: str) -> dict[str, Any]:
+    """The next broker frame carrying ``key``, skipping the LSP traffic in between."""
+    async with asyncio.timeout(20):
+        while True:
+            frame = json.loads(await ws.recv())
+            if key in frame and "jsonrpc" not in frame:
+                return dict(frame)
+
+
+async def initialize(ws: ClientConnection, root: str, number: int = 1) -> dict[str, Any]:
+    """An editor's ``initialize`` (as request ``number``) then ``initialized``; the answer."""
+    answer = await request(ws, number, "initialize", {"processId": None, "rootUri": root, "capabilities": {}})
+    await ws.send(json.dumps({"jsonrpc": "2.0", "method": "initialized", "params": {}}))
+    return answer
+
+
+async def until(predicate: Callable[[], bool], timeout: float = 15.0) -> None:
+    async with asyncio.timeout(timeout):
+        while not predicate():
+            await asyncio.sleep(0.05)
 
 
 async def metrics(server: BrokerServer) -> str:

@@ -10,7 +10,6 @@ from __future__ import annotations
 import asyncio
 import json
 from pathlib import Path
-from typing import Any
 
 import pytest
 from kandev_lsp.broker.directory import FileExecutionDirectory
@@ -19,17 +18,21 @@ from routekit import (
     SERVE_TOKEN,
     TAG,
     SpyDirectory,
+    attached,
     broker,
     client,
     closed_with,
     execution_for,
     fake_upstream,
+    frame_with,
+    initialize,
     metrics,
     needs_gopls,
+    one_session,
+    ready,
     real_serve,
-    request,
+    until,
 )
-from websockets.asyncio.client import ClientConnection
 
 pytestmark = needs_gopls
 
@@ -47,70 +50,40 @@ def gopls(tag: str) -> list[int]:
     return found
 
 
-async def ready(ws: ClientConnection) -> dict[str, Any]:
-    async with asyncio.timeout(20):
-        while True:
-            frame = json.loads(await ws.recv())
-            if frame.get("status") == "ready":
-                return dict(frame)
-
-
-async def frame_with(ws: ClientConnection, key: str) -> dict[str, Any]:
-    """The next broker frame carrying ``key``, skipping the LSP traffic in between."""
-    async with asyncio.timeout(20):
-        while True:
-            frame = json.loads(await ws.recv())
-            if key in frame and "jsonrpc" not in frame:
-                return dict(frame)
-
-
-async def until(predicate: Any, timeout: float = 15.0) -> None:
-    async with asyncio.timeout(timeout):
-        while not predicate():
-            await asyncio.sleep(0.05)
-
-
-async def initialize(ws: ClientConnection, root: str, number: int = 1) -> dict[str, Any]:
-    answer = await request(ws, number, "initialize", {"processId": None, "rootUri": root, "capabilities": {}})
-    await ws.send(json.dumps({"jsonrpc": "2.0", "method": "initialized", "params": {}}))
-    return answer
-
-
 def test_a_reload_comes_back_to_the_same_warm_server_and_stop_is_acknowledged_after_cleanup(
     tmp_path: Path, tag: str
 ) -> None:
     async def scenario() -> None:
-        async with real_serve(tmp_path, tag) as upstream:
-            directory = SpyDirectory({"s1": execution_for(upstream.url)})
-            async with broker(directory, continuity=True) as server:
-                async with client(server, "/lsp/s1?language=go") as ws:
-                    first = await ready(ws)
-                    assert first["resumed"] is False and first["capabilities"] is None
-                    answer = await initialize(ws, first["workspaceUri"])
-                    pids = gopls(tag)
-                    assert len(pids) == 1
-                # The tab reloads: the server stays, detached.
-                await asyncio.sleep(0.3)
-                assert gopls(tag) == pids
-                assert "lsp_lease_detached 1.0" in await metrics(server)
-                async with client(server, f"/lsp/s1?language=go&lease={first['lease']}") as ws:
-                    again = await ready(ws)
-                    assert again["resumed"] is True and again["lease"] == first["lease"]
-                    assert again["capabilities"] == answer["result"]["capabilities"]
-                    assert again["initialized"] is True and isinstance(again["initializeSentAt"], int)
-                    # A generic client sends initialize again: answered from the retained result.
-                    assert (await initialize(ws, first["workspaceUri"], number=9))["result"] == answer[
-                        "result"
-                    ]
-                    assert gopls(tag) == pids  # the same gopls
-                    await ws.send(json.dumps({"control": "stop", "id": "s"}))
-                    ack = await frame_with(ws, "ack")
-                    assert ack == {"ack": "stop", "id": "s", "ok": True, "confirmed": True}
-                    assert gopls(tag) == []  # reaped before the ack
-                    assert await closed_with(ws) == (1000, "")
-                text = await metrics(server)
-                assert 'lsp_lease_released_total{reason="stop"} 1.0' in text
-                assert "lsp_lease_active 0.0" in text
+        async with (
+            real_serve(tmp_path, tag) as upstream,
+            broker(one_session(upstream.url), continuity=True) as server,
+        ):
+            async with client(server, "/lsp/s1?language=go") as ws:
+                first = await ready(ws)
+                assert first["resumed"] is False and first["capabilities"] is None
+                answer = await initialize(ws, first["workspaceUri"])
+                pids = gopls(tag)
+                assert len(pids) == 1
+            # The tab reloads: the server stays, detached.
+            await asyncio.sleep(0.3)
+            assert gopls(tag) == pids
+            assert "lsp_lease_detached 1.0" in await metrics(server)
+            async with client(server, f"/lsp/s1?language=go&lease={first['lease']}") as ws:
+                again = await ready(ws)
+                assert again["resumed"] is True and again["lease"] == first["lease"]
+                assert again["capabilities"] == answer["result"]["capabilities"]
+                assert again["initialized"] is True and isinstance(again["initializeSentAt"], int)
+                # A generic client sends initialize again: answered from the retained result.
+                assert (await initialize(ws, first["workspaceUri"], number=9))["result"] == answer["result"]
+                assert gopls(tag) == pids  # the same gopls
+                await ws.send(json.dumps({"control": "stop", "id": "s"}))
+                ack = await frame_with(ws, "ack")
+                assert ack == {"ack": "stop", "id": "s", "ok": True, "confirmed": True}
+                assert gopls(tag) == []  # reaped before the ack
+                assert await closed_with(ws) == (1000, "")
+            text = await metrics(server)
+            assert 'lsp_lease_released_total{reason="stop"} 1.0' in text
+            assert "lsp_lease_active 0.0" in text
 
     asyncio.run(scenario())
 
@@ -120,11 +93,7 @@ def test_two_windows_keep_two_leases_and_a_full_cap_of_attached_leases_is_4005(
 ) -> None:
     async def scenario() -> None:
         async with real_serve(tmp_path, tag) as upstream:
-            directory = SpyDirectory({"s1": execution_for(upstream.url)})
-            async with (
-                broker(directory, continuity=True, capacity=2) as server,
-                client(server, "/lsp/s1?language=go") as one,
-            ):
+            async with attached(upstream.url, continuity=True, capacity=2) as (server, one):
                 lease = (await ready(one))["lease"]
                 # A duplicated tab carrying the same hint gets its own lease (K12.10).
                 async with client(server, f"/lsp/s1?language=go&lease={lease}") as two:
@@ -201,51 +170,41 @@ def test_an_execution_removed_from_the_directory_ends_its_leases_with_4002(tmp_p
 )
 def test_an_upstream_that_ends_maps_to_the_clients_close_and_releases_once(behaviour: str, code: int) -> None:
     async def scenario() -> None:
-        async with fake_upstream(behaviour) as url:
-            directory = SpyDirectory({"s1": execution_for(url)})
-            async with (
-                broker(directory, continuity=True) as server,
-                client(server, "/lsp/s1?language=go") as ws,
-            ):
-                await ready(ws)
-                await ws.send(json.dumps({"jsonrpc": "2.0", "method": "initialized", "params": {}}))
-                assert (await closed_with(ws))[0] == code
-                async with asyncio.timeout(10):
-                    while 'lsp_lease_released_total{reason="server_exit"} 1.0' not in await metrics(server):
-                        await asyncio.sleep(0.05)
-                assert "lsp_lease_active 0.0" in await metrics(server)
+        async with fake_upstream(behaviour) as url, attached(url, continuity=True) as (server, ws):
+            await ready(ws)
+            await ws.send(json.dumps({"jsonrpc": "2.0", "method": "initialized", "params": {}}))
+            assert (await closed_with(ws))[0] == code
+            async with asyncio.timeout(10):
+                while 'lsp_lease_released_total{reason="server_exit"} 1.0' not in await metrics(server):
+                    await asyncio.sleep(0.05)
+            assert "lsp_lease_active 0.0" in await metrics(server)
 
     asyncio.run(scenario())
 
 
 def test_control_frames_are_acknowledged_and_unknown_ones_refused() -> None:
     async def scenario() -> None:
-        async with fake_upstream("lsp") as url:
-            directory = SpyDirectory({"s1": execution_for(url)})
-            async with (
-                broker(directory, continuity=True) as server,
-                client(server, "/lsp/s1?language=go") as ws,
-            ):
-                await ready(ws)
-                await ws.send(json.dumps({"control": "attachment-ready", "id": 1}))
-                assert await frame_with(ws, "ack") == {"ack": "attachment-ready", "id": 1, "ok": True}
-                await ws.send(json.dumps({"control": "reboot", "id": 2}))
-                assert await frame_with(ws, "ack") == {
-                    "ack": "reboot",
-                    "id": 2,
-                    "ok": False,
-                    "error": "unknown_control",
-                }
-                await ws.send(json.dumps({"control": "release", "reason": "editor_idle", "id": 3}))
-                ack = await frame_with(ws, "ack")
-                assert ack == {
-                    "ack": "release",
-                    "id": 3,
-                    "ok": True,
-                    "confirmed": True,
-                }  # the fake exits on `exit`
-                assert await closed_with(ws) == (1000, "")
-                assert 'lsp_lease_released_total{reason="editor_idle"} 1.0' in await metrics(server)
+        async with fake_upstream("lsp") as url, attached(url, continuity=True) as (server, ws):
+            await ready(ws)
+            await ws.send(json.dumps({"control": "attachment-ready", "id": 1}))
+            assert await frame_with(ws, "ack") == {"ack": "attachment-ready", "id": 1, "ok": True}
+            await ws.send(json.dumps({"control": "reboot", "id": 2}))
+            assert await frame_with(ws, "ack") == {
+                "ack": "reboot",
+                "id": 2,
+                "ok": False,
+                "error": "unknown_control",
+            }
+            await ws.send(json.dumps({"control": "release", "reason": "editor_idle", "id": 3}))
+            ack = await frame_with(ws, "ack")
+            assert ack == {
+                "ack": "release",
+                "id": 3,
+                "ok": True,
+                "confirmed": True,
+            }  # the fake exits on `exit`
+            assert await closed_with(ws) == (1000, "")
+            assert 'lsp_lease_released_total{reason="editor_idle"} 1.0' in await metrics(server)
 
     asyncio.run(scenario())
 
@@ -272,61 +231,59 @@ def test_a_full_cap_evicts_a_detached_lease_and_the_newcomer_starts_after_its_cl
 
 def test_a_client_that_stops_reading_is_detached_with_4009_and_the_lease_lives_on() -> None:
     async def scenario() -> None:
-        async with fake_upstream("flood") as url:
-            directory = SpyDirectory({"s1": execution_for(url)})
-            async with broker(directory, continuity=True, write_timeout=0.5) as server:
-                slow = await client(server, "/lsp/s1?language=go", max_size=None, max_queue=1)
-                first = json.loads(await slow.recv())  # ready; then it stops reading
-                assert first["status"] == "ready"
-                async with asyncio.timeout(20):  # the stall is seen; the server is not touched
-                    while "lsp_lease_detached 1.0" not in await metrics(server):
-                        await asyncio.sleep(0.05)
-                slow.transport.abort()
-                async with client(server, f"/lsp/s1?language=go&lease={first['lease']}", max_size=None) as ws:
-                    again = await ready(ws)
-                    assert again["lease"] == first["lease"]  # the same lease, hence the same server
-                    assert "lsp_lease_active 1.0" in await metrics(server)
-                assert 'lsp_lease_released_total{reason="server_exit"} 0.0' in await metrics(server)
+        async with (
+            fake_upstream("flood") as url,
+            broker(one_session(url), continuity=True, write_timeout=0.5) as server,
+        ):
+            slow = await client(server, "/lsp/s1?language=go", max_size=None, max_queue=1)
+            first = json.loads(await slow.recv())  # ready; then it stops reading
+            assert first["status"] == "ready"
+            async with asyncio.timeout(20):  # the stall is seen; the server is not touched
+                while "lsp_lease_detached 1.0" not in await metrics(server):
+                    await asyncio.sleep(0.05)
+            slow.transport.abort()
+            async with client(server, f"/lsp/s1?language=go&lease={first['lease']}", max_size=None) as ws:
+                again = await ready(ws)
+                assert again["lease"] == first["lease"]  # the same lease, hence the same server
+                assert "lsp_lease_active 1.0" in await metrics(server)
+            assert 'lsp_lease_released_total{reason="server_exit"} 0.0' in await metrics(server)
 
     asyncio.run(scenario())
 
 
 def test_client_frames_wait_for_the_install_and_a_detach_during_it_leaves_it_running() -> None:
     async def scenario() -> None:
-        async with fake_upstream("install") as url:
-            directory = SpyDirectory({"s1": execution_for(url)})
-            async with broker(directory, continuity=True) as server:
-                async with client(server, "/lsp/s1?language=go") as ws:
-                    assert json.loads(await ws.recv()) == {"status": "installing", "language": "go"}
-                # The tab left during the install: the upstream stays, the install goes on.
-                async with client(server, "/lsp/s1?language=go") as ws:  # claims the detached lease
-                    await ws.send(
-                        json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {}})
-                    )
-                    frame = await ready(ws)  # the early initialize did not cancel the install
-                    assert frame["resumed"] is False  # the server was never initialized: initialize it
-                    answer = json.loads(await ws.recv())
-                    assert answer == {"jsonrpc": "2.0", "id": 1, "result": {"capabilities": {}}}
-                    assert "lsp_lease_active 1.0" in await metrics(server)  # one lease, one install
-                assert 'lsp_lease_released_total{reason="server_exit"} 0.0' in await metrics(server)
+        async with (
+            fake_upstream("install") as url,
+            broker(one_session(url), continuity=True) as server,
+        ):
+            async with client(server, "/lsp/s1?language=go") as ws:
+                assert json.loads(await ws.recv()) == {"status": "installing", "language": "go"}
+            # The tab left during the install: the upstream stays, the install goes on.
+            async with client(server, "/lsp/s1?language=go") as ws:  # claims the detached lease
+                await ws.send(json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {}}))
+                frame = await ready(ws)  # the early initialize did not cancel the install
+                assert frame["resumed"] is False  # the server was never initialized: initialize it
+                answer = json.loads(await ws.recv())
+                assert answer == {"jsonrpc": "2.0", "id": 1, "result": {"capabilities": {}}}
+                assert "lsp_lease_active 1.0" in await metrics(server)  # one lease, one install
+            assert 'lsp_lease_released_total{reason="server_exit"} 0.0' in await metrics(server)
 
     asyncio.run(scenario())
 
 
 def test_a_server_that_never_answers_shutdown_still_gets_exit_after_the_bound() -> None:
     async def scenario() -> None:
-        async with fake_upstream("deaf") as url:
-            directory = SpyDirectory({"s1": execution_for(url)})
-            async with (
-                broker(directory, continuity=True, shutdown_timeout=0.3) as server,
-                client(server, "/lsp/s1?language=go") as ws,
-            ):
-                root = (await ready(ws))["workspaceUri"]
-                await initialize(ws, root)
-                await ws.send(json.dumps({"control": "stop", "id": 1}))
-                async with asyncio.timeout(5):  # the 0.3 s bound, not the 10 s cleanup wait
-                    ack = await frame_with(ws, "ack")
-                assert ack == {"ack": "stop", "id": 1, "ok": True, "confirmed": True}
+        async with (
+            fake_upstream("deaf") as url,
+            attached(url, continuity=True, shutdown_timeout=0.3) as (_, ws),
+        ):
+            root = (await ready(ws))["workspaceUri"]
+            await initialize(ws, root)
+            await ws.send(json.dumps({"control": "stop", "id": 1}))
+            async with asyncio.timeout(5):  # the 0.3 s bound, not the 10 s cleanup wait
+                ack = await frame_with(ws, "ack")
+            assert ack == {"ack": "stop", "id": 1, "ok": True, "confirmed": True}
 
     asyncio.run(scenario())
 
@@ -338,8 +295,7 @@ def test_gopls_left_detached_keeps_going_and_the_next_client_gets_its_progress(
         async with real_serve(tmp_path, tag) as upstream:
             source = tmp_path / "workspace" / "main.go"
             source.write_text("package main\n\nfunc main() {}\n")
-            directory = SpyDirectory({"s1": execution_for(upstream.url)})
-            async with broker(directory, continuity=True) as server:
+            async with broker(one_session(upstream.url), continuity=True) as server:
                 async with client(server, "/lsp/s1?language=go") as ws:
                     first = await ready(ws)
                     # A client that knows nothing of progress, gone right after initialize.

@@ -21,13 +21,14 @@ from routekit import (
     BROKER_TOKEN,
     TAG,
     SpyDirectory,
+    attached,
     broker,
     client,
     closed_with,
-    execution_for,
     fake_upstream,
     metrics,
     needs_gopls,
+    one_session,
     real_serve,
     request,
 )
@@ -41,7 +42,7 @@ from websockets.exceptions import InvalidStatus
 def test_the_proxy_carries_a_real_server_and_the_client_leaving_stops_it(tmp_path: Path, tag: str) -> None:
     async def scenario() -> None:
         async with real_serve(tmp_path, tag) as upstream:
-            directory = SpyDirectory({"s1": execution_for(upstream.url)})
+            directory = one_session(upstream.url)
             async with broker(directory) as server, client(server, "/lsp/s1?language=go") as ws:
                 ready = json.loads(await ws.recv())
                 assert ready["status"] == "ready" and ready["language"] == "go"
@@ -69,28 +70,26 @@ def test_a_stop_frame_through_the_proxy_reaches_serve_which_reaps_the_server_bef
     so the client's close proves the cleanup (K16.2, K16.5)."""
 
     async def scenario() -> None:
-        async with real_serve(tmp_path, tag) as upstream:
-            directory = SpyDirectory({"s1": execution_for(upstream.url)})
-            async with broker(directory) as server, client(server, "/lsp/s1?language=go") as ws:
-                ready = json.loads(await ws.recv())
-                answer = await request(
-                    ws,
-                    1,
-                    "initialize",
-                    {"processId": None, "rootUri": ready["workspaceUri"], "capabilities": {}},
-                )
-                assert "capabilities" in answer["result"]
-                assert processes_tagged(TAG, tag), "gopls runs behind serve"
-                await ws.send('{"control":"stop"}')
-                assert await closed_with(ws, timeout=20) == (1000, "stopped")
-                assert processes_tagged(TAG, tag) == [], "the close came before gopls was reaped"
+        async with real_serve(tmp_path, tag) as upstream, attached(upstream.url) as (_, ws):
+            ready = json.loads(await ws.recv())
+            answer = await request(
+                ws,
+                1,
+                "initialize",
+                {"processId": None, "rootUri": ready["workspaceUri"], "capabilities": {}},
+            )
+            assert "capabilities" in answer["result"]
+            assert processes_tagged(TAG, tag), "gopls runs behind serve"
+            await ws.send('{"control":"stop"}')
+            assert await closed_with(ws, timeout=20) == (1000, "stopped")
+            assert processes_tagged(TAG, tag) == [], "the close came before gopls was reaped"
 
     asyncio.run(scenario())
 
 
 def test_an_unauthenticated_caller_causes_no_lookup_and_learns_nothing() -> None:
     async def scenario() -> None:
-        directory = SpyDirectory({"s1": execution_for("ws://127.0.0.1:9/")})
+        directory = one_session("ws://127.0.0.1:9/")
         async with broker(directory) as server:
             for target, token, status in [
                 ("/lsp/s1?language=go", None, 401),
@@ -190,7 +189,7 @@ def test_a_full_cap_closes_the_next_client_with_4005_and_metrics_show_the_slot(
 ) -> None:
     async def scenario() -> None:
         async with real_serve(tmp_path, tag) as upstream:
-            directory = SpyDirectory({"s1": execution_for(upstream.url)})
+            directory = one_session(upstream.url)
             async with broker(directory, capacity=1) as server:
                 async with client(server, "/lsp/s1?language=go") as first:
                     assert json.loads(await first.recv())["status"] == "ready"
@@ -216,11 +215,9 @@ def test_a_full_cap_closes_the_next_client_with_4005_and_metrics_show_the_slot(
 )
 def test_upstream_closes_are_forwarded_but_never_1006(behaviour: str, code: int, reason: str) -> None:
     async def scenario() -> None:
-        async with fake_upstream(behaviour) as url:
-            directory = SpyDirectory({"s1": execution_for(url)})
-            async with broker(directory) as server, client(server, "/lsp/s1?language=go") as ws:
-                assert json.loads(await ws.recv())["status"] == "ready"
-                await ws.send(json.dumps({"jsonrpc": "2.0", "method": "initialized", "params": {}}))
-                assert await closed_with(ws) == (code, reason)
+        async with fake_upstream(behaviour) as url, attached(url) as (_, ws):
+            assert json.loads(await ws.recv())["status"] == "ready"
+            await ws.send(json.dumps({"jsonrpc": "2.0", "method": "initialized", "params": {}}))
+            assert await closed_with(ws) == (code, reason)
 
     asyncio.run(scenario())

@@ -29,16 +29,17 @@ from kandev_lsp.taskenv import Task
 from kandev_lsp.testing import processes_tagged
 from routekit import (
     TAG,
-    SpyDirectory,
     broker,
     client,
     closed_with,
-    execution_for,
+    frame_with,
+    initialize,
     metrics,
+    one_session,
+    ready,
     real_serve,
-    request,
+    until,
 )
-from websockets.asyncio.client import ClientConnection
 
 HERE = Path(__file__).parent
 sys.path.insert(0, str(HERE.parent))  # the stand-ins' shared framing, for the recorder's copy
@@ -90,28 +91,6 @@ def methods(record: Path) -> list[str]:
     return [message.get("method", f"<answer {message.get('id')}>") for message in received(record)]
 
 
-async def until(predicate: Any, timeout: float = 15.0) -> None:
-    async with asyncio.timeout(timeout):
-        while not predicate():
-            await asyncio.sleep(0.05)
-
-
-async def ready(ws: ClientConnection) -> dict[str, Any]:
-    async with asyncio.timeout(20):
-        while True:
-            frame = json.loads(await ws.recv())
-            if frame.get("status") == "ready":
-                return dict(frame)
-
-
-async def frame_with(ws: ClientConnection, key: str) -> dict[str, Any]:
-    async with asyncio.timeout(20):
-        while True:
-            frame = json.loads(await ws.recv())
-            if key in frame and "jsonrpc" not in frame:
-                return dict(frame)
-
-
 def test_a_settings_change_while_detached_reaches_the_server_and_the_lease_resumes_on_it(
     tmp_path: Path, tag: str
 ) -> None:
@@ -125,75 +104,74 @@ def test_a_settings_change_while_detached_reaches_the_server_and_the_lease_resum
     settings = SettingsFile(str(settings_path), known=plugins.languages())
 
     async def scenario() -> None:
-        async with real_serve(
-            tmp_path,
-            tag,
-            plugins=plugins,
-            settings=settings,
-            limits=BridgeLimits(settings_poll_interval=0.05),
-            env={"KANDEV_TEST_RECORD": str(record)},
-        ) as upstream:
-            directory = SpyDirectory({"s1": execution_for(upstream.url)})
-            async with broker(directory, continuity=True) as server:
-                async with client(server, f"/lsp/s1?language={LANGUAGE}") as ws:
-                    first = await ready(ws)
-                    assert first["resumed"] is False
-                    params = {"processId": None, "rootUri": first["workspaceUri"], "capabilities": {}}
-                    assert "result" in await request(ws, 1, "initialize", params)
-                    await ws.send(json.dumps({"jsonrpc": "2.0", "method": "initialized", "params": {}}))
-                    await until(lambda: "initialized" in methods(record))
-                    pids = processes_tagged(TAG, tag)
-                    assert len(pids) == 1
-                # The tab is gone: the lease is detached, its server kept.
-                async with asyncio.timeout(10):
-                    while "lsp_lease_detached 1.0" not in await metrics(server):
-                        await asyncio.sleep(0.05)
-                assert "workspace/didChangeConfiguration" not in methods(record)
+        async with (
+            real_serve(
+                tmp_path,
+                tag,
+                plugins=plugins,
+                settings=settings,
+                limits=BridgeLimits(settings_poll_interval=0.05),
+                env={"KANDEV_TEST_RECORD": str(record)},
+            ) as upstream,
+            broker(one_session(upstream.url), continuity=True) as server,
+        ):
+            async with client(server, f"/lsp/s1?language={LANGUAGE}") as ws:
+                first = await ready(ws)
+                assert first["resumed"] is False
+                assert "result" in await initialize(ws, first["workspaceUri"])
+                await until(lambda: "initialized" in methods(record))
+                pids = processes_tagged(TAG, tag)
+                assert len(pids) == 1
+            # The tab is gone: the lease is detached, its server kept.
+            async with asyncio.timeout(10):
+                while "lsp_lease_detached 1.0" not in await metrics(server):
+                    await asyncio.sleep(0.05)
+            assert "workspace/didChangeConfiguration" not in methods(record)
 
-                # Another language's settings change: not this server's business.
-                write_settings(
-                    settings_path,
-                    {
-                        "lsp_server_configs": {
-                            LANGUAGE: {"gopls": {"staticcheck": False}},
-                            "go": {"gopls": {"staticcheck": True}},
-                        }
-                    },
-                )
-                await asyncio.sleep(0.5)  # ten polls
-                assert "workspace/didChangeConfiguration" not in methods(record)
+            # Another language's settings change: not this server's business.
+            write_settings(
+                settings_path,
+                {
+                    "lsp_server_configs": {
+                        LANGUAGE: {"gopls": {"staticcheck": False}},
+                        "go": {"gopls": {"staticcheck": True}},
+                    }
+                },
+            )
+            await asyncio.sleep(0.5)  # ten polls
+            assert "workspace/didChangeConfiguration" not in methods(record)
 
-                # This language's settings change: the server hears it, no client attached.
-                write_settings(
-                    settings_path,
-                    {
-                        "lsp_server_configs": {
-                            LANGUAGE: {"gopls": {"staticcheck": True}},
-                            "go": {"gopls": {"staticcheck": True}},
-                        }
-                    },
-                )
-                await until(lambda: "<answer pull-1>" in methods(record))
-                messages = received(record)
-                changes = [m for m in messages if m.get("method") == "workspace/didChangeConfiguration"]
-                assert [change["params"] for change in changes] == [
-                    {"settings": {"gopls": {"staticcheck": True}}}
-                ]
-                # The server's pull after the change is answered with the new value.
-                pulled = next(m for m in messages if m.get("id") == "pull-1" and "method" not in m)
-                assert pulled["result"] == [{"staticcheck": True}]
-                assert "lsp_lease_detached 1.0" in await metrics(server)  # still no client
+            # This language's settings change: the server hears it, no client attached.
+            write_settings(
+                settings_path,
+                {
+                    "lsp_server_configs": {
+                        LANGUAGE: {"gopls": {"staticcheck": True}},
+                        "go": {"gopls": {"staticcheck": True}},
+                    }
+                },
+            )
+            await until(lambda: "<answer pull-1>" in methods(record))
+            messages = received(record)
+            changes = [m for m in messages if m.get("method") == "workspace/didChangeConfiguration"]
+            assert [change["params"] for change in changes] == [
+                {"settings": {"gopls": {"staticcheck": True}}}
+            ]
+            # The server's pull after the change is answered with the new value.
+            pulled = next(m for m in messages if m.get("id") == "pull-1" and "method" not in m)
+            assert pulled["result"] == [{"staticcheck": True}]
+            assert "lsp_lease_detached 1.0" in await metrics(server)  # still no client
+            assert processes_tagged(TAG, tag) == pids
+
+            # The tab comes back to the same lease and the same server.
+            async with client(server, f"/lsp/s1?language={LANGUAGE}&lease={first['lease']}") as ws:
+                again = await ready(ws)
+                assert again["resumed"] is True and again["lease"] == first["lease"]
                 assert processes_tagged(TAG, tag) == pids
-
-                # The tab comes back to the same lease and the same server.
-                async with client(server, f"/lsp/s1?language={LANGUAGE}&lease={first['lease']}") as ws:
-                    again = await ready(ws)
-                    assert again["resumed"] is True and again["lease"] == first["lease"]
-                    assert processes_tagged(TAG, tag) == pids
-                    assert methods(record).count("initialize") == 1  # never started again
-                    await ws.send(json.dumps({"control": "stop", "id": "s"}))
-                    assert (await frame_with(ws, "ack"))["ok"] is True
-                    assert await closed_with(ws) == (1000, "")
-                assert processes_tagged(TAG, tag) == []
+                assert methods(record).count("initialize") == 1  # never started again
+                await ws.send(json.dumps({"control": "stop", "id": "s"}))
+                assert (await frame_with(ws, "ack"))["ok"] is True
+                assert await closed_with(ws) == (1000, "")
+            assert processes_tagged(TAG, tag) == []
 
     asyncio.run(scenario())
