@@ -186,6 +186,7 @@ def build_locations(
     :param lookup: the operation's :meth:`Workspace.uri_lookup` when the caller already made one.
     """
     omitted: dict[str, int] = {}
+    # Keyed by the model-facing path (one per real file), so the tuples sort into the output's order.
     unique: dict[tuple[str, int, int, int, int], tuple[WorkspaceFile, RawLocation]] = {}
     lookup = lookup or workspace.uri_lookup()
     for location in raw:
@@ -195,35 +196,39 @@ def build_locations(
             omitted[reason] = omitted.get(reason, 0) + 1
             continue
         start, end = location.range["start"], location.range["end"]
-        key = (file.absolute, start["line"], start["character"], end["line"], end["character"])
-        unique.setdefault(key, (file, location))
-    ordered = sorted(unique.items(), key=lambda item: (item[1][0].display, item[0][1:]))
-    total = len(ordered)
+        key = (file.display, start["line"], start["character"], end["line"], end["character"])
+        if key not in unique:
+            unique[key] = (file, location)
+    total = len(unique)
     files: list[dict[str, Any]] = []
-    groups: dict[str, list[dict[str, Any]]] = {}
+    group: list[dict[str, Any]] = []
+    group_path: str | None = None
     used = 120  # the envelope: ok, kind, target, counts
     shown = 0
     truncated_by: str | None = None
-    for _key, (file, location) in ordered:
-        if shown >= options.limit:
+    limit, max_chars = options.limit, options.max_chars
+    for key in sorted(unique):
+        if shown >= limit:
             truncated_by = "limit"
             break
-        entry = _location(file, location, texts, encoding, options, body_range)
-        size = _size(entry) + (0 if file.display in groups else len(file.display) + 40)
-        if used + size > options.max_chars and "body" in entry:
+        file, location = unique[key]
+        entry, size = _location(file, location, texts, encoding, options, body_range)
+        if key[0] != group_path:
+            size += len(key[0]) + 40  # the group: its path and keys
+        if used + size > max_chars and "body" in entry:
             for field in ("body", "bodyStartLine", "bodyEndLine", "bodyTruncated", "bodyLines"):
                 entry.pop(field, None)
             entry["bodyOmitted"] = "result size budget"
-            size = _size(entry) + (0 if file.display in groups else len(file.display) + 40)
-        if used + size > options.max_chars:
+            size = _size(entry) + (0 if key[0] == group_path else len(key[0]) + 40)
+        if used + size > max_chars:
             truncated_by = "size"
             break
         used += size
         shown += 1
-        if file.display not in groups:
-            groups[file.display] = []
-            files.append({"path": file.display, "locations": groups[file.display]})
-        groups[file.display].append(entry)
+        if key[0] != group_path:
+            group_path, group = key[0], []
+            files.append({"path": group_path, "locations": group})
+        group.append(entry)
     out: dict[str, Any] = {"files": files, "totalFound": total, "shown": shown, "truncated": shown < total}
     if truncated_by is not None:
         out["truncatedBy"] = truncated_by
@@ -266,6 +271,13 @@ def _size(entry: dict[str, Any]) -> int:
 _KEY_SIZES: dict[str, int] = {}
 
 
+#: ``len('"key": ')`` of the keys of a plain location entry, and the braces plus the ``", "`` before the
+#: next entry, plus the ``", "`` between the entry's items (``_location`` sizes entries without encoding).
+_PLAIN_KEYS: Final = {key: len(_encode_string(key)) + 2 for key in ("line", "column", "endLine", "endColumn")}
+_SNIPPET_KEY: Final = len(_encode_string("snippet")) + 2
+_START_KEY: Final = len(_encode_string("snippetStartLine")) + 2
+
+
 def _location(
     file: WorkspaceFile,
     location: RawLocation,
@@ -273,22 +285,28 @@ def _location(
     encoding: PositionEncoding,
     options: LocationOptions,
     body_range: BodyRangeFinder | None,
-) -> dict[str, Any]:
+) -> tuple[dict[str, Any], int]:
+    """One location's entry and its size in the result's JSON (:func:`_size`'s measure, computed as the
+    entry is built: this runs for every location of an answer)."""
     start, end = location.range["start"], location.range["end"]
     document = texts.document(file)
     if document is None:  # unreadable (binary, too large, gone): positions as the server gave them
         entry: dict[str, Any] = {"line": start["line"] + 1, "column": start["character"] + 1}
-        return entry
+        return entry, _size(entry)
     line, column = document.model_position(start, encoding)
     end_line, end_column = document.model_position(end, encoding)
     entry = {"line": line, "column": column}
+    size = 6 + _PLAIN_KEYS["line"] + len(str(line)) + _PLAIN_KEYS["column"] + len(str(column))
     if end_line != line:
         entry["endLine"] = end_line
+        size += 2 + _PLAIN_KEYS["endLine"] + len(str(end_line))
     entry["endColumn"] = end_column
     text, first = snippet(document, line - 1, column - 1, options.context)
     entry["snippet"] = text
+    size += 4 + _PLAIN_KEYS["endColumn"] + len(str(end_column)) + _SNIPPET_KEY + len(_encode_string(text))
     if first != line:
         entry["snippetStartLine"] = first
+        size += 2 + _START_KEY + len(str(first))
     if options.include_body:
         declaration = location.body_range
         # pyright's LocationLink gives the name's line as its targetRange: the enclosing symbol is better.
@@ -299,4 +317,5 @@ def _location(
             declaration = location.range
         if declaration is not None and _range_ok(declaration):
             entry.update(_body(document, declaration))
-    return entry
+            size = _size(entry)
+    return entry, size

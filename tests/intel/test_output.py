@@ -7,6 +7,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from kandev_lsp.intel.output import (
     BODY_MAX_LINES,
     DEFAULT_MAX_CHARS,
@@ -265,3 +267,29 @@ def test_the_size_of_an_entry_is_its_json_length(entry: dict[str, Any]) -> None:
     from kandev_lsp.intel.output import _size
 
     assert _size(entry) == len(json.dumps(entry, ensure_ascii=False)) + 2
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    lines=st.lists(
+        st.text(alphabet=st.sampled_from('ab "\\\té😀\u2028\x01'), max_size=300), min_size=1, max_size=6
+    ),
+    start=st.tuples(st.integers(0, 7), st.integers(0, 320)),
+    end=st.tuples(st.integers(0, 7), st.integers(0, 320)),
+    context=st.integers(0, 3),
+)
+def test_a_location_entry_is_sized_as_its_json(
+    lines: list[str], start: tuple[int, int], end: tuple[int, int], context: int
+) -> None:
+    """``_location`` sizes its entry as it builds it; the size must be the entry's JSON length (+ 2 for the
+    separator), or the result's size budget would drift."""
+    from kandev_lsp.intel.output import _location
+
+    root = Workspace([Path(__file__).parent])
+    file = root.resolve(Path(__file__).name)
+    texts = TextCache({file.absolute: Document(file, "\n".join(lines))})
+    span = {"start": {"line": start[0], "character": start[1]}, "end": {"line": end[0], "character": end[1]}}
+    entry, size = _location(
+        file, RawLocation(file.uri, span), texts, UTF16, LocationOptions(context=context), None
+    )
+    assert size == len(json.dumps(entry, ensure_ascii=False)) + 2
