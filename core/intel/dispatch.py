@@ -182,14 +182,12 @@ class Dispatcher:
 
     def _find(self, op: str) -> ToolSpec:
         tool = tool_by_name(op)
+        if tool is not None and self._offered(tool) and tool.name not in self.disabled:
+            return tool
         enabled = ", ".join(t.name for t in self.tools())
         if tool is None or not self._offered(tool):
             raise UnknownTool(f"no tool {op!r}; the tools are: {enabled}")
-        if tool.name in self.disabled:
-            raise UnknownTool(
-                f"{tool.name} is disabled by the lsp_disabled_tools setting; enabled: {enabled}"
-            )
-        return tool
+        raise UnknownTool(f"{tool.name} is disabled by the lsp_disabled_tools setting; enabled: {enabled}")
 
     async def dispatch(self, op: str, payload: Any, ctx: IntelContext | None = None) -> dict[str, Any]:
         """Run one tool call; always returns a result dict with ``ok``, and a ``summary``.

@@ -258,16 +258,26 @@ async def traverse(
 
 
 def _sites(walk: _Walk, caller: dict[str, Any], ranges: Any) -> list[dict[str, Any]]:
-    file = walk.files[caller["id"]]
+    """The call sites (``fromRanges``) as model positions in the caller's file (one text lookup for all of
+    them: a popular function's callers bring hundreds)."""
+    if not isinstance(ranges, list | tuple) or not ranges:
+        return []
+    document = walk.texts.document(walk.files[caller["id"]])
+    encoding = walk.encoding
     sites = []
-    for span in ranges if isinstance(ranges, list | tuple) else []:
-        if not isinstance(span, dict) or not isinstance(span.get("start"), dict):
+    for span in ranges:
+        start = span.get("start") if isinstance(span, dict) else None
+        if not isinstance(start, dict):
             continue
-        start = {"line": _int(span["start"].get("line")), "character": _int(span["start"].get("character"))}
-        end_raw: Any = span.get("end") if isinstance(span.get("end"), dict) else span["start"]
-        end = {"line": _int(end_raw.get("line")), "character": _int(end_raw.get("character"))}
-        line, column = walk.position(file, start)
-        end_line, end_column = walk.position(file, end)
+        end = span.get("end")
+        if not isinstance(end, dict):
+            end = start
+        if document is not None:  # malformed numbers count as 0, as _int has them
+            line, column = document.model_position(start, encoding)
+            end_line, end_column = document.model_position(end, encoding)
+        else:
+            line, column = _int(start.get("line")) + 1, _int(start.get("character")) + 1
+            end_line, end_column = _int(end.get("line")) + 1, _int(end.get("character")) + 1
         site: dict[str, Any] = {"line": line, "column": column}
         if end_line != line:
             site["endLine"] = end_line
