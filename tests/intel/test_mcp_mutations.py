@@ -6,11 +6,12 @@ rules of :mod:`kandev_lsp.cli.mcp_approval`."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import subprocess
 import sys
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
 
@@ -26,7 +27,7 @@ from kandev_lsp.cli.mcp_approval import (
     supports_form_elicitation,
 )
 from mcp import ClientSession
-from mcp.client.session import ClientRequestContext
+from mcp.client.session import ClientRequestContext, ElicitationFnT
 from mcp.client.stdio import StdioServerParameters, stdio_client
 from stream_testkit import TAG_VARIABLE, RealServers
 
@@ -147,14 +148,47 @@ def test_a_failed_prompt_is_no_approval() -> None:
 Answer = Callable[[str], types.ElicitResult]
 
 
-def _params(folder: Path, real_servers: RealServers, tag: str, *extra: str) -> StdioServerParameters:
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    """:data:`PROJECT` written to ``tmp_path/py`` (the user settings file would sit next to it)."""
+    return write(tmp_path / "py", PROJECT)
+
+
+def _env(folder: Path, real_servers: RealServers, tag: str) -> dict[str, str]:
+    """kandev-lsp's environment: the suite's pyright, this test's tag, no user settings."""
     env = {**os.environ, **real_servers.overrides(), TAG_VARIABLE: tag}
     env["KANDEV_LSP_SETTINGS"] = str(folder.parent / "no-settings.json")
-    return StdioServerParameters(
+    return env
+
+
+@contextlib.asynccontextmanager
+async def _session(
+    folder: Path,
+    real_servers: RealServers,
+    tag: str,
+    *extra: str,
+    elicitation_callback: ElicitationFnT | None = None,
+) -> AsyncIterator[ClientSession]:
+    """An initialized MCP client session with ``kandev-lsp mcp`` (plus ``extra`` flags) on ``folder``."""
+    params = StdioServerParameters(
         command=KANDEV_LSP,
         args=["mcp", "--workspace", str(folder), "--deadline", "90", *extra],
-        env=env,
+        env=_env(folder, real_servers, tag),
     )
+    async with (
+        stdio_client(params) as (read, write_stream),
+        ClientSession(read, write_stream, elicitation_callback=elicitation_callback) as session,
+    ):
+        await session.initialize()
+        yield session
+
+
+def _rename_arguments(old: str, new: str) -> dict[str, Any]:
+    return {"target": {"path": "lib.py", "symbol": old}, "newName": new}
+
+
+async def _rename(session: ClientSession, old: str, new: str) -> types.CallToolResult:
+    return await session.call_tool("code_rename", _rename_arguments(old, new))
 
 
 def _disk(folder: Path) -> dict[str, str]:
@@ -164,23 +198,16 @@ def _disk(folder: Path) -> dict[str, str]:
 async def _two_step(folder: Path, real_servers: RealServers, tag: str) -> dict[str, Any]:
     """A client without elicitation: preview + transactionId, approve, replay."""
     out: dict[str, Any] = {}
-    params = _params(folder, real_servers, tag)
-    async with stdio_client(params) as (read, write_stream), ClientSession(read, write_stream) as session:
-        await session.initialize()
+    async with _session(folder, real_servers, tag) as session:
         out["tools"] = {tool.name: tool for tool in (await session.list_tools()).tools}
         out["before"] = _disk(folder)
-        out["parked"] = await session.call_tool(
-            "code_rename", {"target": {"path": "lib.py", "symbol": "greet"}, "newName": "salute"}
-        )
+        out["parked"] = await _rename(session, "greet", "salute")
         out["after_preview"] = _disk(folder)
         transaction = (out["parked"].structured_content or {}).get("transactionId")
-        out["applied"] = await session.call_tool(
-            "code_rename", {"transactionId": transaction, "approve": True}
-        )
+        approval = {"transactionId": transaction, "approve": True}
+        out["applied"] = await session.call_tool("code_rename", approval)
         out["after_apply"] = _disk(folder)
-        out["replayed"] = await session.call_tool(
-            "code_rename", {"transactionId": transaction, "approve": True}
-        )
+        out["replayed"] = await session.call_tool("code_rename", approval)
         out["after_replay"] = _disk(folder)
     return out
 
@@ -188,9 +215,8 @@ async def _two_step(folder: Path, real_servers: RealServers, tag: str) -> dict[s
 @pytest.mark.real_server
 @pytest.mark.network_registry
 @pytest.mark.timeout(300)
-def test_two_step_approval_over_stdio(tmp_path: Path, real_servers: RealServers, tag: str) -> None:
-    folder = write(tmp_path / "py", PROJECT)
-    out = anyio.run(_two_step, folder, real_servers, tag)
+def test_two_step_approval_over_stdio(project: Path, real_servers: RealServers, tag: str) -> None:
+    out = anyio.run(_two_step, project, real_servers, tag)
 
     rename, navigate = out["tools"]["code_rename"], out["tools"]["code_navigate"]
     assert rename.annotations.read_only_hint is False and rename.annotations.destructive_hint is True
@@ -235,16 +261,10 @@ async def _elicited(
 
     out: dict[str, Any] = {"asked": asked, "disk": [_disk(folder)]}
     renames = [("greet", "hail"), ("greet", "hail"), ("hail", "wave")]
-    async with (
-        stdio_client(_params(folder, real_servers, tag)) as (read, write_stream),
-        ClientSession(read, write_stream, elicitation_callback=person) as session,
-    ):
-        await session.initialize()
+    async with _session(folder, real_servers, tag, elicitation_callback=person) as session:
         out["results"] = []
         for old, new in renames:
-            result = await session.call_tool(
-                "code_rename", {"target": {"path": "lib.py", "symbol": old}, "newName": new}
-            )
+            result = await _rename(session, old, new)
             out["results"].append(result)
             out["disk"].append(_disk(folder))
     return out
@@ -253,13 +273,12 @@ async def _elicited(
 @pytest.mark.real_server
 @pytest.mark.network_registry
 @pytest.mark.timeout(300)
-def test_elicitation_decline_then_approve_all(tmp_path: Path, real_servers: RealServers, tag: str) -> None:
-    folder = write(tmp_path / "py", PROJECT)
+def test_elicitation_decline_then_approve_all(project: Path, real_servers: RealServers, tag: str) -> None:
     answers: list[Answer] = [
         lambda _: types.ElicitResult(action="decline"),
         lambda _: types.ElicitResult(action="accept", content={"approveAll": True}),
     ]
-    out = anyio.run(_elicited, folder, real_servers, tag, answers)
+    out = anyio.run(_elicited, project, real_servers, tag, answers)
     declined, approved, unprompted = out["results"]
     before, after_decline, after_approve, after_unprompted = out["disk"]
 
@@ -290,21 +309,19 @@ def test_elicitation_decline_then_approve_all(tmp_path: Path, real_servers: Real
 @pytest.mark.network_registry
 @pytest.mark.timeout(300)
 def test_code_command_is_a_dry_run_unless_auto_approve(
-    tmp_path: Path, real_servers: RealServers, tag: str
+    project: Path, real_servers: RealServers, tag: str
 ) -> None:
-    folder = write(tmp_path / "py", PROJECT)
-    env = {**os.environ, **real_servers.overrides(), TAG_VARIABLE: tag}
-    env["KANDEV_LSP_SETTINGS"] = str(tmp_path / "no-settings.json")
-    payload = json.dumps({"target": {"path": "lib.py", "symbol": "greet"}, "newName": "salute"})
-    command = [KANDEV_LSP, "code", "code_rename", "--workspace", str(folder), "--json", payload]
-    before = _disk(folder)
+    env = _env(project, real_servers, tag)
+    payload = json.dumps(_rename_arguments("greet", "salute"))
+    command = [KANDEV_LSP, "code", "code_rename", "--workspace", str(project), "--json", payload]
+    before = _disk(project)
 
     dry = subprocess.run(command, capture_output=True, text=True, env=env, timeout=240, check=False)
     assert dry.returncode == 0, dry.stderr
     result = json.loads(dry.stdout)
     assert result["dryRun"] is True and "transactionId" not in result and "--auto-approve" in result["next"]
     assert "+def salute" in result["preview"]["diff"]
-    assert _disk(folder) == before
+    assert _disk(project) == before
 
     applied = subprocess.run(
         [*command, "--auto-approve"], capture_output=True, text=True, env=env, timeout=240, check=False
@@ -312,7 +329,7 @@ def test_code_command_is_a_dry_run_unless_auto_approve(
     assert applied.returncode == 0, applied.stderr
     result = json.loads(applied.stdout)
     assert "dryRun" not in result and result["receipt"]["saved"] == "saved", result
-    after = _disk(folder)
+    after = _disk(project)
     assert after["lib.py"].startswith("def salute(") and "salute('world')" in after["app.py"]
 
 
@@ -321,20 +338,12 @@ def test_code_command_is_a_dry_run_unless_auto_approve(
 
 async def _flags(folder: Path, real_servers: RealServers, tag: str) -> dict[str, Any]:
     out: dict[str, Any] = {}
-    read_only = _params(folder, real_servers, tag, "--read-only")
-    async with stdio_client(read_only) as (read, write_stream), ClientSession(read, write_stream) as session:
-        await session.initialize()
+    async with _session(folder, real_servers, tag, "--read-only") as session:
         out["read_only_tools"] = {tool.name for tool in (await session.list_tools()).tools}
-        out["read_only_rename"] = await session.call_tool(
-            "code_rename", {"target": {"path": "lib.py", "symbol": "greet"}, "newName": "salute"}
-        )
-    unattended = _params(folder, real_servers, tag, "--auto-approve")
-    async with stdio_client(unattended) as (read, write_stream), ClientSession(read, write_stream) as session:
-        await session.initialize()
+        out["read_only_rename"] = await _rename(session, "greet", "salute")
+    async with _session(folder, real_servers, tag, "--auto-approve") as session:
         out["before"] = _disk(folder)
-        out["rename"] = await session.call_tool(
-            "code_rename", {"target": {"path": "lib.py", "symbol": "greet"}, "newName": "salute"}
-        )
+        out["rename"] = await _rename(session, "greet", "salute")
         out["after"] = _disk(folder)
     return out
 
@@ -342,9 +351,8 @@ async def _flags(folder: Path, real_servers: RealServers, tag: str) -> dict[str,
 @pytest.mark.real_server
 @pytest.mark.network_registry
 @pytest.mark.timeout(300)
-def test_read_only_and_auto_approve_flags(tmp_path: Path, real_servers: RealServers, tag: str) -> None:
-    folder = write(tmp_path / "py", PROJECT)
-    out = anyio.run(_flags, folder, real_servers, tag)
+def test_read_only_and_auto_approve_flags(project: Path, real_servers: RealServers, tag: str) -> None:
+    out = anyio.run(_flags, project, real_servers, tag)
     assert out["read_only_tools"] == {
         "code_symbols", "code_navigate", "code_hierarchy", "code_hover", "code_diagnostics", "code_inlay_hints"
     }  # fmt: skip

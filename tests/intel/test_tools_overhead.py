@@ -21,6 +21,25 @@ pytestmark = [pytest.mark.real_server, pytest.mark.network_registry, pytest.mark
 
 SLOW = IntelContext(deadline=90)
 SYMBOLS = "textDocument/documentSymbol"
+CALLERS = {"target": {"path": "lib.py", "symbol": "greet"}, "kind": "callers"}
+MODULES = 12
+
+
+def _service(folder: Path, real_servers: RealServers, tag: str) -> IntelService:
+    """The tools' service on ``folder`` (``async with`` it), with the suite's pyright and this test's tag."""
+    env = TaskEnvironment.from_agent({**real_servers.overrides(), TAG_VARIABLE: tag})
+    return IntelService.open([folder], env=env)
+
+
+def _project_with_callers(folder: Path) -> Path:
+    """The Python project plus ``MODULES`` modules that each import ``greet`` and call it twice."""
+    files = dict(PYTHON)
+    for n in range(MODULES):
+        files[f"mod{n}.py"] = (
+            f"from lib import greet\n\n\ndef use{n}(x: str) -> str:\n"
+            "    first = greet(x)\n    return first + greet(x, True)\n"
+        )
+    return write(folder, files)
 
 
 def _count_requests(server: ManagedServer) -> Counter[str]:
@@ -37,13 +56,11 @@ def _count_requests(server: ManagedServer) -> Counter[str]:
 
 
 async def _symbol_tree_checks(folder: Path, real_servers: RealServers, tag: str) -> None:
-    env = TaskEnvironment.from_agent({**real_servers.overrides(), TAG_VARIABLE: tag})
-    callers = {"target": {"path": "lib.py", "symbol": "greet"}, "kind": "callers"}
-    async with IntelService.open([folder], env=env) as service:
-        first = await service.dispatch("code_hierarchy", callers, SLOW)
+    async with _service(folder, real_servers, tag) as service:
+        first = await service.dispatch("code_hierarchy", CALLERS, SLOW)
         assert first["ok"] and first["target"]["line"] == 11, first
         sent = _count_requests(service.pool.servers[0])
-        again = [await service.dispatch("code_hierarchy", callers, SLOW) for _ in range(3)]
+        again = [await service.dispatch("code_hierarchy", CALLERS, SLOW) for _ in range(3)]
         assert [a["items"] for a in again] == [first["items"]] * 3
         outline = await service.dispatch("code_symbols", {"path": "lib.py"}, SLOW)
         assert "greet" in [s["name"] for s in outline["symbols"]], outline
@@ -52,11 +69,11 @@ async def _symbol_tree_checks(folder: Path, real_servers: RealServers, tag: str)
         # Touched without a change (same text): still the same document, nothing asked.
         lib = folder / "lib.py"
         lib.write_text(lib.read_text())
-        await service.dispatch("code_hierarchy", callers, SLOW)
+        await service.dispatch("code_hierarchy", CALLERS, SLOW)
         assert sent[SYMBOLS] == 0, sent
         # The agent edits the file on disk: re-synced, and its symbols are asked again (once).
         lib.write_text("\n\n" + lib.read_text())
-        moved = [await service.dispatch("code_hierarchy", callers, SLOW) for _ in range(2)]
+        moved = [await service.dispatch("code_hierarchy", CALLERS, SLOW) for _ in range(2)]
         assert [m["target"]["line"] for m in moved] == [13, 13], moved
         assert sent[SYMBOLS] == 1, sent
         # A symbol target in another file has its own tree.
@@ -78,7 +95,6 @@ async def _stat_checks(
 ) -> None:
     from kandev_lsp.intel import runtime
 
-    env = TaskEnvironment.from_agent({**real_servers.overrides(), TAG_VARIABLE: tag})
     references = {"target": {"path": "lib.py", "line": 11, "matchText": "greet"}, "kind": "references"}
     stats: list[str] = []
     stamp = runtime._stamp
@@ -87,7 +103,7 @@ async def _stat_checks(
         stats.append(path)
         return stamp(path)
 
-    async with IntelService.open([folder], env=env) as service:
+    async with _service(folder, real_servers, tag) as service:
         first = await service.dispatch("code_navigate", references, SLOW)
         assert first["totalFound"] == 5 + 3 * MODULES, first  # an import and two calls each
         await service.dispatch("code_navigate", references, SLOW)  # the seen files are now watched
@@ -108,27 +124,16 @@ async def _stat_checks(
         assert ("mod3.py", 7) in lines and ("mod3.py", 5) not in lines, moved
 
 
-MODULES = 12
-
-
 def test_a_warm_call_stats_only_the_files_that_changed(
     tmp_path: Path, real_servers: RealServers, tag: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    files = dict(PYTHON)
-    for n in range(MODULES):
-        files[f"mod{n}.py"] = (
-            f"from lib import greet\n\n\ndef use{n}(x: str) -> str:\n"
-            "    first = greet(x)\n    return first + greet(x, True)\n"
-        )
-    folder = write(tmp_path / "py", files)
+    folder = _project_with_callers(tmp_path / "py")
     asyncio.run(_stat_checks(folder, real_servers, tag, monkeypatch))
 
 
 async def _caller_file_checks(
     folder: Path, real_servers: RealServers, tag: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    env = TaskEnvironment.from_agent({**real_servers.overrides(), TAG_VARIABLE: tag})
-    callers = {"target": {"path": "lib.py", "symbol": "greet"}, "kind": "callers"}
     module_stats: list[str] = []
     stat = os.stat
 
@@ -137,20 +142,20 @@ async def _caller_file_checks(
             module_stats.append(str(path))
         return stat(path, *args, **kwargs)
 
-    async with IntelService.open([folder], env=env) as service:
-        first = await service.dispatch("code_hierarchy", callers, SLOW)
+    async with _service(folder, real_servers, tag) as service:
+        first = await service.dispatch("code_hierarchy", CALLERS, SLOW)
         assert first["ok"] and len(first["items"]) == 2 + MODULES, first  # helper, main, use0..use11
-        await service.dispatch("code_hierarchy", callers, SLOW)  # the callers' files are now watched
+        await service.dispatch("code_hierarchy", CALLERS, SLOW)  # the callers' files are now watched
         monkeypatch.setattr(os, "stat", counted)
         for _ in range(3):
-            again = await service.dispatch("code_hierarchy", callers, SLOW)
+            again = await service.dispatch("code_hierarchy", CALLERS, SLOW)
             assert again["items"] == first["items"]
         # Before: one stat per caller's file per call, to read its text for the call sites.
         assert module_stats == [], module_stats
         # A caller's file edited on disk is announced before the next query (B8.12): its call sites move.
         edited = folder / "mod3.py"
         edited.write_text("\n\n" + edited.read_text())
-        moved = await service.dispatch("code_hierarchy", callers, SLOW)
+        moved = await service.dispatch("code_hierarchy", CALLERS, SLOW)
         sites = {i["name"]: [s["line"] for s in i["callSites"]] for i in moved["items"]}
         assert sites["use3"] == [7, 8] and sites["use4"] == [5, 6], sites
 
@@ -158,11 +163,5 @@ async def _caller_file_checks(
 def test_a_callers_files_are_watched_like_an_answers_files(
     tmp_path: Path, real_servers: RealServers, tag: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    files = dict(PYTHON)
-    for n in range(MODULES):
-        files[f"mod{n}.py"] = (
-            f"from lib import greet\n\n\ndef use{n}(x: str) -> str:\n"
-            "    first = greet(x)\n    return first + greet(x, True)\n"
-        )
-    folder = write(tmp_path / "py", files)
+    folder = _project_with_callers(tmp_path / "py")
     asyncio.run(_caller_file_checks(folder, real_servers, tag, monkeypatch))
