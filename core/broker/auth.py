@@ -22,7 +22,11 @@ TOKEN_ENV: Final = "KANDEV_LSP_BROKER_TOKEN"
 
 @dataclass(frozen=True, slots=True)
 class CallerRequest:
-    """What an authorizer sees: the session asked for and the request headers (lower-cased names)."""
+    """What an authorizer sees: the session asked for and the request headers (lower-cased names).
+
+    ``headers`` holds only the headers sent exactly once: a repeated header is left out, so reading it
+    gives ``None`` rather than one of two values picked by position (a repeated ``Authorization`` or
+    ``Cookie`` is refused before any authorizer is asked)."""
 
     session_id: str
     headers: Mapping[str, str] = field(repr=False)

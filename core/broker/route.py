@@ -1,7 +1,9 @@
 """The broker's WebSocket route, ``GET /lsp/{sessionId}?language=L``, and ``GET /metrics``.
 
 Before the upgrade (websockets' ``process_request``): the path (404), then the authorizer (401), then the
-query (400), so a caller the authorizer refuses causes no lookup at all (K11.5). After the upgrade: the
+query (400), so a caller the authorizer refuses causes no lookup at all (K11.5). A repeated
+``Authorization`` or ``Cookie`` header is refused (401) before the authorizer is asked, and the authorizer
+is shown only the headers sent once (:mod:`kandev_lsp.stream.handshake`, the same rule as ``serve``). After the upgrade: the
 execution directory (4002 / 4004), the capacity cap (4005), the upstream connection to the execution's
 ``serve`` with its token (4002 when it fails), then the relay.
 
@@ -16,14 +18,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import logging
 import time
 import weakref
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from http import HTTPStatus
-from typing import Any
+from typing import Final
 from urllib.parse import urlencode
 
 from kandev_lsp.broker.auth import Authorizer, Caller, CallerRequest
@@ -43,6 +44,14 @@ from kandev_lsp.broker.leases import (
 from kandev_lsp.broker.metrics import CONTENT_TYPE, BrokerMetrics
 from kandev_lsp.broker.peer import ConfigurationAnswerer
 from kandev_lsp.session import log_event
+from kandev_lsp.stream.handshake import (
+    Refusal,
+    json_response,
+    refuse,
+    repeated_refusal,
+    single_headers,
+    unauthorized,
+)
 from websockets.asyncio.client import ClientConnection, connect
 from websockets.asyncio.server import Server, ServerConnection, serve
 from websockets.exceptions import ConnectionClosed, InvalidHandshake, InvalidURI
@@ -54,6 +63,8 @@ __all__ = ["METRICS_ROUTE", "BrokerConfig", "BrokerServer"]
 log = logging.getLogger("kandev_lsp.broker")
 
 METRICS_ROUTE = "/metrics"
+#: Headers that carry a caller's credentials: sent twice, a request is refused before the authorizer.
+CREDENTIAL_HEADERS: Final = ("Authorization", "Cookie")
 _MIB = 1024 * 1024
 
 
@@ -79,11 +90,9 @@ class BrokerConfig:
     directory_poll_interval: float = 1.5
 
 
-def _json_response(connection: ServerConnection, status: HTTPStatus, data: dict[str, Any]) -> Response:
-    response = connection.respond(status, json.dumps(data) + "\n")
-    del response.headers["Content-Type"]
-    response.headers["Content-Type"] = "application/json"
-    return response
+def _refuse(connection: ServerConnection, refusal: Refusal, **fields: object) -> Response:
+    log_event(log, "rejected", logging.WARNING, status=int(refusal.status), **fields)
+    return refuse(connection, refusal)
 
 
 def upstream_url(execution: Execution, query: BrokerQuery) -> str:
@@ -272,18 +281,13 @@ class BrokerServer:
         try:
             session = "" if is_metrics else parse_broker_path(request.path)
         except BadBrokerRequest as exc:
-            return _json_response(connection, HTTPStatus(exc.status), exc.to_json())
-        headers = {name.lower(): value for name, value in request.headers.raw_items()}
-        caller = await self._authorizer.authorize(CallerRequest(session, headers))
+            return json_response(connection, HTTPStatus(exc.status), exc.to_json())
+        refusal = repeated_refusal(request.headers, CREDENTIAL_HEADERS)
+        if refusal is not None:
+            return _refuse(connection, refusal, error="repeated_header")
+        caller = await self._authorizer.authorize(CallerRequest(session, single_headers(request.headers)))
         if caller is None:
-            log_event(log, "rejected", logging.WARNING, status=401)
-            response = _json_response(
-                connection,
-                HTTPStatus.UNAUTHORIZED,
-                {"error": "unauthorized", "message": "send Authorization: Bearer <token>"},
-            )
-            response.headers["WWW-Authenticate"] = "Bearer"
-            return response
+            return _refuse(connection, unauthorized())
         if is_metrics:
             response = connection.respond(HTTPStatus.OK, self.metrics.exposition().decode("utf-8"))
             del response.headers["Content-Type"]
@@ -293,7 +297,7 @@ class BrokerServer:
             parse_broker_query(request.path)
         except BadBrokerRequest as exc:
             log_event(log, "rejected", logging.WARNING, status=exc.status, error=exc.error)
-            return _json_response(connection, HTTPStatus(exc.status), exc.to_json())
+            return json_response(connection, HTTPStatus(exc.status), exc.to_json())
         self._callers[connection] = caller
         return None
 

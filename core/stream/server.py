@@ -4,7 +4,8 @@ Before the upgrade (in websockets' ``process_request`` hook) a request is checke
 unauthenticated client learns nothing and starts nothing:
 
 1. the path is the stream route, else HTTP 404;
-2. ``Authorization: Bearer <token>`` matches (constant-time), else HTTP 401;
+2. exactly one ``Authorization: Bearer <token>`` header, matching (constant-time), else HTTP 401 (a
+   repeated header is refused with its own reason: :mod:`kandev_lsp.stream.handshake`);
 3. the query names exactly one known language and a valid ``autoInstall``, else HTTP 400 with a JSON body.
 
 After the upgrade, each connection runs :class:`~kandev_lsp.stream.connection.StreamConnection`.
@@ -15,11 +16,10 @@ from __future__ import annotations
 
 import asyncio
 import itertools
-import json
 import logging
 from dataclasses import dataclass, field
 from http import HTTPStatus
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from kandev_lsp.errors import UnknownLanguageError
 from kandev_lsp.session import DEFAULT_BRIDGE_LIMITS, BridgeLimits, log_event
@@ -34,6 +34,14 @@ from kandev_lsp.stream.contract import (
     parse_stream_query,
     route_of,
     unknown_language,
+)
+from kandev_lsp.stream.handshake import (
+    Refusal,
+    RepeatedHeader,
+    json_response,
+    refuse,
+    single_value,
+    unauthorized,
 )
 from kandev_lsp.stream.uri import workspace_uri
 from kandev_lsp.stream.websocket import close_within, is_open
@@ -59,13 +67,6 @@ class StreamConfig:
     ping_interval: float | None = 20.0
     #: How long a closing handshake may take before the TCP connection is dropped.
     close_timeout: float = 5.0
-
-
-def _json_response(connection: ServerConnection, status: HTTPStatus, data: dict[str, Any]) -> Response:
-    response = connection.respond(status, json.dumps(data) + "\n")
-    del response.headers["Content-Type"]
-    response.headers["Content-Type"] = "application/json"
-    return response
 
 
 class StreamServer:
@@ -168,18 +169,15 @@ class StreamServer:
     # Before the upgrade -------------------------------------------------------------------------------
     def _process_request(self, connection: ServerConnection, request: Request) -> Response | None:
         if route_of(request.path) != ROUTE:
-            return _json_response(
+            return json_response(
                 connection, HTTPStatus.NOT_FOUND, {"error": "not_found", "message": f"the route is {ROUTE}"}
             )
-        if not self._token.accepts(request.headers.get("Authorization")):
-            log_event(log, "rejected", logging.WARNING, status=401, peer=_peer(connection))
-            response = _json_response(
-                connection,
-                HTTPStatus.UNAUTHORIZED,
-                {"error": "unauthorized", "message": "send Authorization: Bearer <token>"},
-            )
-            response.headers["WWW-Authenticate"] = "Bearer"
-            return response
+        try:
+            authorization = single_value(request.headers, "Authorization")
+        except RepeatedHeader as exc:
+            return self._refuse(connection, unauthorized(str(exc)), header=exc.name.lower())
+        if not self._token.accepts(authorization):
+            return self._refuse(connection, unauthorized())
         try:
             wanted = parse_stream_query(request.path)
             self._ctx.plugins.language(wanted.language)
@@ -191,7 +189,13 @@ class StreamServer:
 
     def _bad_request(self, connection: ServerConnection, exc: BadStreamRequest) -> Response:
         log_event(log, "rejected", logging.WARNING, status=400, error=exc.error)
-        return _json_response(connection, HTTPStatus.BAD_REQUEST, exc.to_json())
+        return json_response(connection, HTTPStatus.BAD_REQUEST, exc.to_json())
+
+    def _refuse(self, connection: ServerConnection, refusal: Refusal, **fields: object) -> Response:
+        log_event(
+            log, "rejected", logging.WARNING, status=int(refusal.status), peer=_peer(connection), **fields
+        )
+        return refuse(connection, refusal)
 
     # After the upgrade --------------------------------------------------------------------------------
     async def _handle(self, websocket: ServerConnection) -> None:
