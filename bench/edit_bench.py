@@ -37,7 +37,6 @@ import argparse
 import asyncio
 import json
 import statistics
-import sys
 import tempfile
 import time
 from collections.abc import Callable, Iterator, Mapping
@@ -46,7 +45,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urlparse
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests" / "stream"))
+from benchkit import bench_home
 
 
 def python_project(folder: Path, files: int) -> dict[str, str]:
@@ -240,15 +239,6 @@ async def _timed(step: Callable[[], Any]) -> tuple[float, Any]:
     return time.perf_counter() - started, value
 
 
-async def install(home: Path) -> None:
-    from stream_testkit import RealServers
-
-    servers = RealServers(home, home / "npm-cache")
-    cwd = home / "install-cwd"
-    cwd.mkdir(exist_ok=True)
-    await servers.install(["python"], cwd)
-
-
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--home", type=Path, help="a HOME whose managed cache holds pyright")
@@ -260,11 +250,7 @@ def main() -> int:
     rounds = args.rounds or (3 if args.quick else 15)
     with tempfile.TemporaryDirectory(prefix="edit-bench-") as temp:
         base = Path(temp)
-        home = args.home
-        if home is None:
-            home = base / "home"
-            home.mkdir()
-            asyncio.run(install(home))
+        home = bench_home(args.home, base, ["python"])
         folder = base / "python"
         folder.mkdir()
         report = asyncio.run(bench(folder, home, args.files, rounds))

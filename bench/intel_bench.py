@@ -42,7 +42,7 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests" / "stream"))
+from benchkit import bench_home
 
 
 def python_project(folder: Path, modules: int) -> None:
@@ -270,15 +270,6 @@ async def _profile(
         stats.sort_stats(os.environ.get("SORT", "tottime")).print_stats(int(os.environ.get("TOP", "25")))
 
 
-async def install(home: Path) -> None:
-    from stream_testkit import RealServers
-
-    servers = RealServers(home, home / "npm-cache")
-    cwd = home / "install-cwd"
-    cwd.mkdir(exist_ok=True)
-    await servers.install(["python", "typescript"], cwd)
-
-
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--home", type=Path, help="a HOME whose managed cache holds the servers")
@@ -298,11 +289,7 @@ def main() -> int:
     languages = args.language or ["python", "typescript"]
     with tempfile.TemporaryDirectory(prefix="intel-bench-") as temp:
         base = Path(temp)
-        home = args.home
-        if home is None:
-            home = base / "home"
-            home.mkdir()
-            asyncio.run(install(home))
+        home = bench_home(args.home, base, ["python", "typescript"])
         reports = []
         for language in languages:
             folder = base / language
