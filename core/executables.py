@@ -17,14 +17,19 @@ from collections.abc import Iterable, Iterator
 
 from kandev_lsp._values import dataclass, field
 from kandev_lsp.fileprobe import FileProbe, ProbeStatus
+from kandev_lsp.platform import HostPlatform
 from kandev_lsp.taskenv import TaskEnvironment
 
 __all__ = [
     "IN_WORKSPACE",
+    "NO_CURRENT_DIRECTORY",
     "Candidate",
+    "ChildSearchPath",
     "Lookup",
     "ManagedCache",
     "WorkspaceGate",
+    "child_environment",
+    "child_search_path",
     "executable_names",
     "expand_folders",
     "has_separator",
@@ -320,3 +325,65 @@ def tool_environment(env: TaskEnvironment, workspace: str, probe: FileProbe) -> 
         return env
     separator = ";" if env.host.is_windows else ":"
     return env.with_overrides({"PATH": separator.join(kept)})
+
+
+#: On Windows, ``CreateProcess`` and ``cmd.exe`` look in the current folder before PATH for a bare name
+#: unless this variable is set (to anything): a child's current folder is the workspace.
+NO_CURRENT_DIRECTORY = "NoDefaultCurrentDirectoryInExePath"
+
+
+@dataclass(frozen=True, slots=True)
+class ChildSearchPath:
+    """The PATH a child of the task searches: ``value`` (None: leave PATH unset) and how many of the task's
+    entries were ``dropped``."""
+
+    value: str | None
+    dropped: int
+
+
+def child_search_path(path: str, host: HostPlatform) -> ChildSearchPath:
+    """The task's PATH ``path`` with its empty and relative entries dropped.
+
+    A child runs with the workspace as its working folder, so an empty entry (``a::b``, a leading or
+    trailing separator) or a relative one (``.``, ``bin``; on Windows also ``\\x`` and ``C:x``) means a
+    folder of the workspace: ``#!/usr/bin/env node`` in an npm-installed server would run a ``node`` the
+    repository planted. Absolute entries are kept as given, in order, even inside the workspace: a server's
+    interpreter lookups (``node``, a project's ``.venv/bin/python``) belong to the task. On Windows an entry
+    in double quotes counts by what is inside them. When no entry is left the value is None (PATH unset):
+    an empty PATH would mean the current folder again, while an unset one means the system's own default.
+    """
+    separator = ";" if host.is_windows else ":"
+    entries = path.split(separator)
+    kept = [entry for entry in entries if _absolute_entry(entry, host)]
+    if len(kept) == len(entries):
+        return ChildSearchPath(path, 0)
+    return ChildSearchPath(separator.join(kept) if kept else None, len(entries) - len(kept))
+
+
+def _absolute_entry(entry: str, host: HostPlatform) -> bool:
+    if host.is_windows and len(entry) > 2 and entry[0] == entry[-1] == '"':
+        entry = entry[1:-1]
+    return host.is_absolute(entry)
+
+
+def child_environment(env: TaskEnvironment) -> tuple[dict[str, str], int]:
+    """The variables every child of the task starts with, and how many PATH entries were dropped.
+
+    The task's environment, except that PATH keeps only absolute entries (:func:`child_search_path`) and,
+    on Windows, :data:`NO_CURRENT_DIRECTORY` is set so the current folder (the workspace) is not searched
+    first. Applied to every process kandev-lsp starts (servers and tools), in
+    :func:`kandev_lsp.process.spawn`'s one planning step.
+    """
+    windows = env.host.is_windows
+    variables = env.to_dict()
+    dropped = 0
+    for key in [key for key in variables if (key.upper() if windows else key) == "PATH"]:
+        searched = child_search_path(variables[key], env.host)
+        dropped += searched.dropped
+        if searched.value is None:
+            del variables[key]
+        else:
+            variables[key] = searched.value
+    if windows and not any(key.upper() == NO_CURRENT_DIRECTORY.upper() for key in variables):
+        variables[NO_CURRENT_DIRECTORY] = "1"
+    return variables, dropped

@@ -1,7 +1,8 @@
 """Starting a child in the task: the rules every spawn follows, and a synchronous start.
 
-:func:`plan_spawn` applies the rules (no shell, the task's environment plus the owner marker, the
-workspace as working directory, one executable lookup on the task's PATH and never inside the
+:func:`plan_spawn` applies the rules (no shell, the task's environment plus the owner marker with PATH
+reduced to its absolute entries (:func:`kandev_lsp.executables.child_environment`), the workspace as
+working directory, one executable lookup on the task's PATH and never inside the
 workspace, a session of its own, the parent-death signal on Linux) and returns the arguments for
 ``Popen``; both :func:`kandev_lsp.process.spawn` (asyncio) and :func:`start_now` use it.
 
@@ -15,6 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import logging
 import os
 import subprocess
 import sys
@@ -22,6 +24,7 @@ from collections.abc import Callable, Sequence
 from typing import Any, Literal
 
 from kandev_lsp._values import dataclass
+from kandev_lsp.executables import child_environment
 from kandev_lsp.fileprobe import LocalFileProbe
 from kandev_lsp.platform import HostPlatform
 from kandev_lsp.process._backend import ProcessBackend, backend_for
@@ -34,6 +37,8 @@ from kandev_lsp.taskenv import TaskEnvironment
 
 StdoutMode = Literal["pipe", "capture", "discard"]
 StderrMode = Literal["capture", "discard"]
+
+logger = logging.getLogger("kandev_lsp.process")
 
 #: Default cap of captured output (the installer output the task host keeps).
 DEFAULT_OUTPUT_LIMIT = 1 << 20
@@ -118,6 +123,14 @@ def plan_spawn(
     captured = frozenset(
         fd for fd, wanted in ((1, stdout == "capture"), (2, stderr == "capture" and not merged)) if wanted
     )
+    variables, dropped = child_environment(env)
+    if dropped:  # the count only: a PATH names the task's folders
+        logger.info(
+            "%s starts with %d empty or relative PATH entr%s dropped (they would search the workspace)",
+            host.pure_path(executable).name,
+            dropped,
+            "y" if dropped == 1 else "ies",
+        )
     popen_kwargs: dict[str, Any] = {
         "stdin": subprocess.PIPE if stdin else subprocess.DEVNULL,
         "stdout": subprocess.DEVNULL if stdout == "discard" else subprocess.PIPE,
@@ -126,7 +139,7 @@ def plan_spawn(
         else subprocess.PIPE
         if stderr == "capture"
         else subprocess.DEVNULL,
-        "env": marked_environment(env.to_dict(), marker, windows=host.is_windows),
+        "env": marked_environment(variables, marker, windows=host.is_windows),
         "cwd": cwd,
         "start_new_session": options.start_new_session,
         "creationflags": options.creationflags,
