@@ -2,7 +2,10 @@
 
 The route asks the authorizer before anything else is looked up: no directory lookup, lease search or
 upstream connection happens for a caller it refuses. Embedders (a backend that authenticates browsers
-with a session cookie) supply their own; ``kandev-lsp broker`` uses :class:`BearerAuthorizer`.
+with a session cookie) supply their own, and must then list their web app's origin in
+``BrokerConfig.allowed_origins``: a browser attaches cookies to a WebSocket opened by any page, and only
+the origin check (which runs before the authorizer) tells the pages apart. ``kandev-lsp broker`` uses
+:class:`BearerAuthorizer`.
 """
 
 from __future__ import annotations
@@ -30,6 +33,12 @@ class CallerRequest:
 
     session_id: str
     headers: Mapping[str, str] = field(repr=False)
+
+    @property
+    def origin(self) -> str | None:
+        """The browser page's origin (``Origin``), already checked against the broker's allowed origins;
+        ``None`` for a client that is not a browser. A cookie-based authorizer may narrow it further."""
+        return self.headers.get("origin")
 
 
 @dataclass(frozen=True, slots=True)

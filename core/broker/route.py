@@ -1,11 +1,12 @@
 """The broker's WebSocket route, ``GET /lsp/{sessionId}?language=L``, and ``GET /metrics``.
 
-Before the upgrade (websockets' ``process_request``): the path (404), then the authorizer (401), then the
-query (400), so a caller the authorizer refuses causes no lookup at all (K11.5). A repeated
+Before the upgrade (websockets' ``process_request``): the path (404), the ``Origin`` (403: a browser page
+is accepted only from a listed origin, :mod:`kandev_lsp.stream.origins`), then the authorizer (401), then
+the query (400), so a caller the authorizer refuses causes no lookup at all (K11.5). A repeated
 ``Authorization`` or ``Cookie`` header is refused (401) before the authorizer is asked, and the authorizer
-is shown only the headers sent once (:mod:`kandev_lsp.stream.handshake`, the same rule as ``serve``). After the upgrade: the
-execution directory (4002 / 4004), the capacity cap (4005), the upstream connection to the execution's
-``serve`` with its token (4002 when it fails), then the relay.
+is shown only the headers sent once (:mod:`kandev_lsp.stream.handshake`, the same rule as ``serve``).
+After the upgrade: the execution directory (4002 / 4004), the capacity cap (4005), the upstream
+connection to the execution's ``serve`` with its token (4002 when it fails), then the relay.
 
 With browser continuity **off** (K11.6, K18.2) the route is a plain authenticated proxy: one upstream
 per client, frames relayed both ways unchanged (text stays text, binary stays binary), the upstream's
@@ -52,6 +53,7 @@ from kandev_lsp.stream.handshake import (
     single_headers,
     unauthorized,
 )
+from kandev_lsp.stream.origins import OriginPolicy
 from websockets.asyncio.client import ClientConnection, connect
 from websockets.asyncio.server import Server, ServerConnection, serve
 from websockets.exceptions import ConnectionClosed, InvalidHandshake, InvalidURI
@@ -65,6 +67,8 @@ log = logging.getLogger("kandev_lsp.broker")
 METRICS_ROUTE = "/metrics"
 #: Headers that carry a caller's credentials: sent twice, a request is refused before the authorizer.
 CREDENTIAL_HEADERS: Final = ("Authorization", "Cookie")
+#: How an operator allows a browser origin, named in a 403's message.
+_ORIGIN_SETTING: Final = "kandev-lsp broker --allow-origin ORIGIN, or BrokerConfig.allowed_origins"
 _MIB = 1024 * 1024
 
 
@@ -88,6 +92,11 @@ class BrokerConfig:
     #: Lease mode: how often a directory that can list its executions is checked for replaced or
     #: removed ones, whose leases then end with ``runtime_stop`` (K12.6).
     directory_poll_interval: float = 1.5
+    #: The browser origins whose pages may connect (``scheme://host[:port]``, or ``"*"`` for any). A
+    #: request carrying an ``Origin`` not listed is refused with 403 before the authorizer runs; requests
+    #: without one (editors, shims) are unaffected. Empty by default: no browser page is accepted until its
+    #: origin is listed, which an authorizer reading cookies needs (cross-site WebSocket hijacking).
+    allowed_origins: tuple[str, ...] = ()
 
 
 def _refuse(connection: ServerConnection, refusal: Refusal, **fields: object) -> Response:
@@ -124,6 +133,8 @@ class BrokerServer:
         suppressed_providers: SuppressedProviders | None = None,
     ) -> None:
         self.config = config or BrokerConfig()
+        #: Raises ValueError for a configured value that is not an origin: a typo must not listen.
+        self._origins = OriginPolicy.from_values(self.config.allowed_origins, setting=_ORIGIN_SETTING)
         self._directory = directory
         self._authorizer = authorizer
         #: The authorized caller of each upgraded connection, from the authorizer's answer (weak: a
@@ -282,6 +293,10 @@ class BrokerServer:
             session = "" if is_metrics else parse_broker_path(request.path)
         except BadBrokerRequest as exc:
             return json_response(connection, HTTPStatus(exc.status), exc.to_json())
+        origins = request.headers.get_all("Origin")
+        refusal = self._origins.refusal(origins)
+        if refusal is not None:  # before any credential is looked at (a cookie rides on every request)
+            return _refuse(connection, refusal, error=refusal.error, origin=origins[0][:128])
         refusal = repeated_refusal(request.headers, CREDENTIAL_HEADERS)
         if refusal is not None:
             return _refuse(connection, refusal, error="repeated_header")

@@ -11,7 +11,7 @@ import argparse
 import sys
 from typing import TYPE_CHECKING, Any
 
-from kandev_lsp.cli.serve import add_log_level_argument, configure_logging
+from kandev_lsp.cli.serve import add_allow_origin_argument, add_log_level_argument, configure_logging
 
 if TYPE_CHECKING:
     from kandev_lsp.broker.auth import Authorizer
@@ -54,6 +54,7 @@ def add_broker_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentPa
             "printed once)"
         ),
     )
+    add_allow_origin_argument(parser, "default: none, every request carrying an Origin is refused")
     add_log_level_argument(parser, "info")
     parser.set_defaults(handler=run_broker)
 
@@ -71,7 +72,11 @@ def run_broker(args: argparse.Namespace) -> int:
     directory = FileExecutionDirectory(args.directory)
     # Both switches are read here, once: a running broker never changes mode under its clients (K18.1).
     config = BrokerConfig(
-        host=args.host, port=args.port, continuity=continuity_enabled(), capacity=max_connections()
+        host=args.host,
+        port=args.port,
+        continuity=continuity_enabled(),
+        capacity=max_connections(),
+        allowed_origins=tuple(args.allow_origin or ()),
     )
     suppressed = None
     if config.continuity:  # the ready frame's suppressedProviders, from the plugins' hook (K2.3)

@@ -7,6 +7,7 @@ must not pay for websockets. The server is imported inside the handler.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import logging
 import os
 import sys
@@ -40,6 +41,33 @@ def add_log_level_argument(parser: argparse.ArgumentParser, default: str) -> Non
         choices=["debug", "info", "warning", "error"],
         help=f"log level of the structured log on stderr (default: {default})",
     )
+
+
+def add_allow_origin_argument(parser: argparse.ArgumentParser, default: str) -> None:
+    """``--allow-origin ORIGIN``, repeatable: the browser origins whose pages may connect (see
+    :mod:`kandev_lsp.stream.origins`); checked here so a typo exits 2 before anything listens."""
+    parser.add_argument(
+        "--allow-origin",
+        metavar="ORIGIN",
+        action="append",
+        type=_origin_argument,
+        help=(
+            "a browser origin (scheme://host[:port], e.g. https://kandev.example) whose pages may connect; "
+            "repeat for several, * for any. A request with another Origin header gets 403; clients that "
+            f"send none (editors, agentctl) are unaffected ({default})"
+        ),
+    )
+
+
+def _origin_argument(value: str) -> str:
+    from kandev_lsp.stream.origins import ANY_ORIGIN, normalize_origin
+
+    if value.strip() == ANY_ORIGIN:
+        return ANY_ORIGIN
+    try:
+        return normalize_origin(value)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def configure_logging(level: str) -> None:
@@ -92,6 +120,9 @@ def add_serve_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentPar
         metavar="FILE",
         help="read the bearer token from FILE (else $KANDEV_LSP_TOKEN, else a random token is printed once)",
     )
+    add_allow_origin_argument(
+        parser, "default: any, since a browser page cannot send the bearer token on a WebSocket"
+    )
     add_log_level_argument(parser, "info")
     parser.set_defaults(handler=run_serve)
 
@@ -108,6 +139,8 @@ def run_serve(args: argparse.Namespace) -> int:
     settings = open_settings(args, plugins.languages())
     token = load_token(args.token_file)
     config = StreamConfig(host=args.host, port=args.port)
+    if args.allow_origin:
+        config = dataclasses.replace(config, allowed_origins=tuple(args.allow_origin))
     try:
         return asyncio.run(serve_until_signalled(plugins, task, token, config, settings))
     except OSError as exc:

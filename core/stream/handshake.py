@@ -21,11 +21,12 @@ import json
 from collections.abc import Iterable
 from dataclasses import dataclass
 from http import HTTPStatus
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
-from websockets.asyncio.server import ServerConnection
-from websockets.datastructures import Headers
-from websockets.http11 import Response
+if TYPE_CHECKING:  # pure module: importing it (the CLI's option parsing does) costs no websockets
+    from websockets.asyncio.server import ServerConnection
+    from websockets.datastructures import Headers
+    from websockets.http11 import Response
 
 __all__ = [
     "BEARER_HINT",

@@ -4,9 +4,11 @@ Before the upgrade (in websockets' ``process_request`` hook) a request is checke
 unauthenticated client learns nothing and starts nothing:
 
 1. the path is the stream route, else HTTP 404;
-2. exactly one ``Authorization: Bearer <token>`` header, matching (constant-time), else HTTP 401 (a
+2. a browser's ``Origin`` is one of ``StreamConfig.allowed_origins`` (any by default), else HTTP 403
+   (:mod:`kandev_lsp.stream.origins`);
+3. exactly one ``Authorization: Bearer <token>`` header, matching (constant-time), else HTTP 401 (a
    repeated header is refused with its own reason: :mod:`kandev_lsp.stream.handshake`);
-3. the query names exactly one known language and a valid ``autoInstall``, else HTTP 400 with a JSON body.
+4. the query names exactly one known language and a valid ``autoInstall``, else HTTP 400 with a JSON body.
 
 After the upgrade, each connection runs :class:`~kandev_lsp.stream.connection.StreamConnection`.
 :meth:`StreamServer.aclose` closes every connection with 1001 and stops every server and install.
@@ -43,6 +45,7 @@ from kandev_lsp.stream.handshake import (
     single_value,
     unauthorized,
 )
+from kandev_lsp.stream.origins import ANY_ORIGIN, OriginPolicy
 from kandev_lsp.stream.uri import workspace_uri
 from kandev_lsp.stream.websocket import close_within, is_open
 from kandev_lsp.taskenv import Task
@@ -67,6 +70,11 @@ class StreamConfig:
     ping_interval: float | None = 20.0
     #: How long a closing handshake may take before the TCP connection is dropped.
     close_timeout: float = 5.0
+    #: The browser origins whose pages may connect (``scheme://host[:port]``, or ``"*"``); a request
+    #: carrying another ``Origin`` gets 403 before its token is looked at. Any by default: the only
+    #: credential is a bearer header, which a browser page cannot attach to a WebSocket, so a cross-site
+    #: page cannot get past the 401 anyway; listing origins is defence in depth behind a browser proxy.
+    allowed_origins: tuple[str, ...] = (ANY_ORIGIN,)
 
 
 class StreamServer:
@@ -86,6 +94,11 @@ class StreamServer:
         supervisor: ProcessSupervisor | None = None,
     ) -> None:
         self.config = config or StreamConfig()
+        #: Raises ValueError for a configured value that is not an origin: a typo must not listen.
+        self._origins = OriginPolicy.from_values(
+            self.config.allowed_origins,
+            setting="kandev-lsp serve --allow-origin ORIGIN, or StreamConfig.allowed_origins",
+        )
         self._token = token
         self._owns_supervisor = supervisor is None
         self._supervisor = supervisor
@@ -172,6 +185,10 @@ class StreamServer:
             return json_response(
                 connection, HTTPStatus.NOT_FOUND, {"error": "not_found", "message": f"the route is {ROUTE}"}
             )
+        origins = request.headers.get_all("Origin")
+        refusal = self._origins.refusal(origins)
+        if refusal is not None:
+            return self._refuse(connection, refusal, error=refusal.error, origin=origins[0][:128])
         try:
             authorization = single_value(request.headers, "Authorization")
         except RepeatedHeader as exc:
