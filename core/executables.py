@@ -18,7 +18,7 @@ from collections.abc import Iterable, Iterator
 from kandev_lsp._values import dataclass, field
 from kandev_lsp.fileprobe import FileProbe, ProbeStatus
 from kandev_lsp.platform import HostPlatform
-from kandev_lsp.taskenv import TaskEnvironment
+from kandev_lsp.taskenv import TaskEnvironment, without_own_variables
 
 __all__ = [
     "IN_WORKSPACE",
@@ -369,13 +369,15 @@ def _absolute_entry(entry: str, host: HostPlatform) -> bool:
 def child_environment(env: TaskEnvironment) -> tuple[dict[str, str], int]:
     """The variables every child of the task starts with, and how many PATH entries were dropped.
 
-    The task's environment, except that PATH keeps only absolute entries (:func:`child_search_path`) and,
-    on Windows, :data:`NO_CURRENT_DIRECTORY` is set so the current folder (the workspace) is not searched
-    first. Applied to every process kandev-lsp starts (servers and tools), in
-    :func:`kandev_lsp.process.spawn`'s one planning step.
+    The task's environment, except that PATH keeps only absolute entries (:func:`child_search_path`),
+    kandev-lsp's own variables are left out (:func:`~kandev_lsp.taskenv.without_own_variables`: a task built
+    by ``from_agent`` has none, but one built from a mapping may) and, on Windows,
+    :data:`NO_CURRENT_DIRECTORY` is set so the current folder (the workspace) is not searched first.
+    Applied to every process kandev-lsp starts (servers and tools), in :func:`kandev_lsp.process.spawn`'s
+    one planning step.
     """
     windows = env.host.is_windows
-    variables = env.to_dict()
+    variables = without_own_variables(env.variables)
     dropped = 0
     for key in [key for key in variables if (key.upper() if windows else key) == "PATH"]:
         searched = child_search_path(variables[key], env.host)

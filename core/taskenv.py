@@ -19,6 +19,34 @@ from kandev_lsp.platform import HostPlatform
 DEFAULT_PATHEXT = (".COM", ".EXE", ".BAT", ".CMD")
 CACHE_RELATIVE = (".kandev", "lsp-servers")
 
+#: kandev-lsp's own variables (``KANDEV_LSP_TOKEN``, ``KANDEV_LSP_BROKER_TOKEN``, ``KANDEV_LSP_SETTINGS``,
+#: ...) start with this. They configure kandev-lsp, which reads them from its own environment, never a task's.
+OWN_VARIABLE_PREFIX = "KANDEV_LSP_"
+
+#: The one own variable a task keeps: the process-tree owner marker (:mod:`kandev_lsp.process`), which every
+#: child must inherit so a dead owner's leftovers can be found; it holds random tokens, not a secret.
+INHERITED_OWN_VARIABLES = frozenset({"KANDEV_LSP_OWNER"})
+
+
+def is_own_variable(key: str) -> bool:
+    """Whether ``key`` is one of kandev-lsp's own variables that a task must not carry.
+
+    Compared case-insensitively on every host: no task needs a ``kandev_lsp_*`` variable, and dropping one
+    costs nothing.
+    """
+    upper = key.upper()
+    return upper.startswith(OWN_VARIABLE_PREFIX) and upper not in INHERITED_OWN_VARIABLES
+
+
+def without_own_variables(variables: Mapping[str, str]) -> dict[str, str]:
+    """``variables`` less kandev-lsp's own (:func:`is_own_variable`).
+
+    kandev-lsp's environment is the base of every task's, and it can hold secrets (the stream's and the
+    broker's bearer tokens): a language server, and whatever the repository makes it run, must never
+    read them from its environment.
+    """
+    return {key: value for key, value in variables.items() if not is_own_variable(key)}
+
 
 @dataclass(frozen=True, slots=True)
 class TaskEnvironment(Mapping[str, str]):
@@ -51,11 +79,12 @@ class TaskEnvironment(Mapping[str, str]):
     ) -> TaskEnvironment:
         """The agent's environment (``base``, default ``os.environ``) with the task's overrides.
 
-        An override of ``None`` removes the variable. On Windows an override replaces a variable whatever
-        the case of its name.
+        kandev-lsp's own variables are left out of ``base`` (:func:`without_own_variables`): the bearer
+        tokens in kandev-lsp's environment must not reach a server. An override of ``None`` removes the
+        variable. On Windows an override replaces a variable whatever the case of its name.
         """
         host = host or HostPlatform.current()
-        merged: dict[str, str] = dict(os.environ if base is None else base)
+        merged = without_own_variables(os.environ if base is None else base)
         for key, value in (overrides or {}).items():
             if host.is_windows:
                 for existing in [k for k in merged if k.upper() == key.upper()]:

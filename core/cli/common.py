@@ -4,7 +4,9 @@ kandev-lsp's own variables (``KANDEV_LSP_SETTINGS``, ``KANDEV_LSP_DISABLE_PLUGIN
 starts with ``KANDEV_LSP_``) configure kandev-lsp itself and are read from kandev-lsp's own environment.
 The task flags (``--env``, ``--env-file``) describe the task the servers run in, so a ``KANDEV_LSP_*``
 name there is refused as a usage error that says what to do instead (``--settings FILE`` for the
-settings file), rather than being passed to the task and silently not configuring kandev-lsp.
+settings file), rather than being passed to the task and silently not configuring kandev-lsp. Nor does
+the task inherit them from this process's environment (``TaskEnvironment.from_agent`` leaves them out):
+``KANDEV_LSP_TOKEN`` and ``KANDEV_LSP_BROKER_TOKEN`` are secrets no server may read.
 """
 
 from __future__ import annotations
@@ -19,13 +21,11 @@ from typing import TYPE_CHECKING, Any
 from kandev_lsp.errors import KandevLspError
 from kandev_lsp.host import PluginHost
 from kandev_lsp.platform import HostPlatform
-from kandev_lsp.taskenv import Task, TaskEnvironment, load_env_file
+from kandev_lsp.taskenv import OWN_VARIABLE_PREFIX, Task, TaskEnvironment, load_env_file
 
 if TYPE_CHECKING:
     from kandev_lsp.language import LanguageSpec
     from kandev_lsp.settings import UserSettings
-
-OWN_VARIABLE_PREFIX = "KANDEV_LSP_"
 
 
 class UsageError(KandevLspError):
@@ -133,7 +133,8 @@ def _refuse_own_variables(overrides: Mapping[str, str | None], where: str) -> No
 
 
 def task_from_args(args: argparse.Namespace) -> Task:
-    """The task: this process's environment with the env file's and ``--env`` overrides."""
+    """The task: this process's environment, less kandev-lsp's own variables, with the env file's and
+    ``--env`` overrides."""
     overrides: dict[str, str | None] = {}
     if getattr(args, "env_file", None):
         from_file = load_env_file(args.env_file)
