@@ -10,7 +10,9 @@ tool's result as structured content plus a one-line text summary ("12 references
 Mutations are approved headless (:mod:`kandev_lsp.cli.mcp_approval`): a client that declared form
 elicitation is asked during the call with the preview; otherwise the tool answers ``needsApproval`` with a
 ``transactionId`` and the preview, and the model calls the same tool again with
-``{"transactionId": ..., "approve": true}``. An "approve all" answer lasts for the MCP session;
+``{"transactionId": ..., "approve": true}``. When the client can ask, only the person approves: an edit
+parked because the prompt was dismissed (or failed, or went unanswered) is asked again at that second
+step, and applied only on the person's accept. An "approve all" answer lasts for the MCP session;
 ``--auto-approve`` starts the session that way (unattended runs). Tools named in ``lsp_disabled_tools`` (or
 ``--disable-tool``) are neither listed nor callable. Language servers start on the first call that needs
 them and stay warm for the life of the MCP session (stopped after ``--idle-timeout`` seconds without a
@@ -102,8 +104,12 @@ def tool_annotations(spec: ToolSpec) -> Any:
     )
 
 
-def approval_text(tool: str, result: Mapping[str, Any]) -> str | None:
-    """What the model reads next to a parked edit: why, how to approve or discard, and the diff."""
+def approval_text(tool: str, result: Mapping[str, Any], *, asks_person: bool = False) -> str | None:
+    """What the model reads next to a parked edit: why, how to approve or discard, and the diff.
+
+    :param asks_person: the client can ask its user (form elicitation): the second step then asks that
+        person again, and only their accept applies the edit.
+    """
     transaction = result.get("transactionId")
     if not result.get("needsApproval") or not isinstance(transaction, str):
         return None
@@ -112,6 +118,12 @@ def approval_text(tool: str, result: Mapping[str, Any]) -> str | None:
     view.setdefault("reasons", result.get("approvalReasons") or [])
     body = approval_message("", view)
     call = json.dumps({"transactionId": transaction, "approve": True})
+    if asks_person:
+        return (
+            "Not applied: the person has not approved this edit (the prompt was dismissed, failed or "
+            f"went unanswered). Calling {tool} again with {call} asks them again, and only their accept "
+            "applies it; approve: false discards it. The transaction is single-use and expires.\n" + body
+        )
     return (
         f"Not applied yet: this edit needs approval. To apply it, call {tool} again with {call}; "
         f"to discard it, with approve: false. The transaction is single-use and expires.\n" + body
@@ -173,7 +185,7 @@ def build_server(service: IntelService, deadline: float = 9.0, *, auto_approve: 
                     APPROVAL_SCHEMA,
                     related_request_id=ctx.request_id,
                 )
-            except Exception as error:  # the client failed to ask: fall back to the two-step flow
+            except Exception as error:  # the client failed to ask: no approval (the edit stays parked)
                 log.warning(
                     "approval prompt failed (%s): the edit waits for a transaction", type(error).__name__
                 )
@@ -191,6 +203,7 @@ def build_server(service: IntelService, deadline: float = 9.0, *, auto_approve: 
         spec = specs.get(params.name)
         context = IntelContext(deadline=deadline)
         if spec is not None and not spec.read_only:
+            # With an elicitor the person approves: a parked edit's second step asks them again.
             context = IntelContext(
                 deadline=deadline,
                 auto_approve=approvals.auto_approve,
@@ -202,7 +215,9 @@ def build_server(service: IntelService, deadline: float = 9.0, *, auto_approve: 
             approvals.remember_all()
         summary = str(result.get("summary", ""))
         content: list[types.ContentBlock] = [types.TextContent(text=summary or json.dumps(result)[:200])]
-        approve = approval_text(spec.name if spec else params.name, result)
+        approve = approval_text(
+            spec.name if spec else params.name, result, asks_person=context.elicit is not None
+        )
         if approve is not None:
             content.append(types.TextContent(text=approve))
         return types.CallToolResult(

@@ -6,8 +6,10 @@ Pure: what the MCP layer shows a person and how it reads their answer, with no S
 * A client that declared form elicitation is asked, during the tool call, with the edit's preview (files,
   edits, the reasons review is needed, a bounded diff) and one optional field, ``approveAll``. ``accept``
   approves, ``decline`` refuses (nothing is written), ``cancel`` (dismissed without a choice) and any
-  failure to ask answer ``None``: the coordinator then parks the edit as a transaction, as for a client
-  without elicitation (the two-step ``{transactionId, approve: true}`` flow).
+  failure to ask answer ``None``: the coordinator then parks the edit as a transaction. The model's
+  ``{transactionId, approve: true}`` for it is no approval: the person is asked again (the same question)
+  and only their accept applies; their decline discards it, another ``None`` leaves it parked. (For a
+  client without elicitation the model's second step is the approval: the headless two-step flow.)
 * ``approveAll`` (or a result's ``autoApproveAll``) is remembered for the rest of that MCP session and
   becomes ``IntelContext.auto_approve`` on later calls, so a rename + organize imports + format is not
   prompted at every step (B7.4). The model never sees it (B2.6: the dispatcher strips it from results).
@@ -139,8 +141,8 @@ _RESOURCE_NOTES: Final = (
 
 def read_answer(action: str, content: Mapping[str, Any] | None) -> tuple[bool | None, bool]:
     """An elicitation answer as ``(decision, approve_all)``: accept -> True, decline -> False, cancel
-    or anything else -> None (the coordinator falls back to a transaction). ``approve_all`` only counts
-    with an accept."""
+    or anything else -> None (the coordinator parks the edit, or leaves it parked: no approval).
+    ``approve_all`` only counts with an accept."""
     if action == "accept":
         return True, bool(content and content.get("approveAll") is True)
     if action == "decline":

@@ -10,7 +10,9 @@ one lock the coordinator then:
    an explicit yes (resource operations, commands, an incomplete diff); a host that can ask its user
    (``ctx.elicit``, MCP elicitation) is asked with the preview; otherwise the mutation is *parked* as a
    transaction and the result carries ``needsApproval`` + ``transactionId``;
-3. on approval (now, or in :meth:`approve`), revalidates the bound document versions and the digests of
+3. on approval (now, or in :meth:`approve`: the model's ``approve: true``, or, when the host can ask its
+   user, that person's accept of the same question asked again: a dismissed prompt is never an
+   approval), revalidates the bound document versions and the digests of
    the files the preview was made from (B3.6): a file edited since is a conflict, nothing is written;
 4. commits atomically (room A), with the diagnostics baseline of the touched files taken before (while
    the person reads the preview, when there is one), tells the servers (``didChangeWatchedFiles`` and
@@ -57,7 +59,7 @@ from kandev_lsp.lsp.positions import PositionEncoding
 from kandev_lsp.session import log_event
 
 if TYPE_CHECKING:
-    from kandev_lsp.intel.dispatch import IntelContext
+    from kandev_lsp.intel.dispatch import Elicit, IntelContext
     from kandev_lsp.intel.tools import LspReadTools
 
 __all__ = ["MAX_DIAGNOSTIC_FILES", "MutationCoordinator", "ProducedEdit"]
@@ -232,12 +234,7 @@ class MutationCoordinator:
             elicit = getattr(ctx, "elicit", None)
             early = self._baseline_soon(pending, ctx)
             if elicit is not None:
-                try:  # an unanswered question holds every mutation: after the approval window, park it
-                    answer = await asyncio.wait_for(
-                        elicit(self._question(tool, pending), view), self.transactions.ttl
-                    )
-                except Exception:  # a client that cannot ask (or a person away) gave no approval
-                    answer = None
+                answer = await self._ask(elicit, pending, self.transactions.ttl)
                 if answer is True:
                     applied = await self._apply(pending, ctx, Deadline(ctx.deadline), early)
                     return self._finish(tool, started, applied)
@@ -248,30 +245,38 @@ class MutationCoordinator:
             for stale in [t for t in self._early if self.transactions.peek(t) is None]:
                 self._early.pop(stale).cancel()  # expired, dropped or forgotten transactions
             self._early[transaction_id] = early
-            parked = {
-                **pending.result,
-                "ok": True,
-                "needsApproval": True,
-                "transactionId": transaction_id,
-                "expiresInSeconds": round(self.transactions.ttl),
-                "approvalReasons": list(pending.reasons),
-                "preview": dict(view),
-                "next": (
-                    f"show the preview; call {tool} again with "
-                    f'{{"transactionId": "{transaction_id}", "approve": true}} to apply it, or '
-                    '"approve": false to discard it'
-                ),
-                "receipt": self._receipt(pending, "pending-approval"),
-            }
+            parked = self._parked(transaction_id, pending, asks_person=elicit is not None)
             return self._finish(tool, started, parked)
 
     async def approve(self, transaction_id: str, approve: bool, ctx: IntelContext) -> dict[str, Any]:
-        """The second step of a parked mutation: apply it (after revalidation) or discard it."""
+        """The second step of a parked mutation: apply it (after revalidation) or discard it.
+
+        When the host can ask its user (``ctx.elicit``), the model's ``approve: true`` is only a request:
+        the person is asked again with the parked preview, and only their accept applies (B2.4; a
+        dismissed prompt is no approval, whoever sends the transaction id). Their decline discards it; a
+        dismissed, failed or unanswered prompt leaves it parked. An "approve all" session applies a
+        previewable edit without asking, as it would a fresh one (B7.4); resource operations and commands
+        are asked whatever the session says. Without ``ctx.elicit`` the model's approval is the approval
+        (the headless two-step flow).
+        """
         started = time.monotonic()
         async with self._lock:
             try:
-                pending = self.transactions.take(transaction_id)
+                pending = self.transactions.check(transaction_id)
             except TransactionError as error:
+                result = {**error.to_result(), "transactionId": transaction_id}
+                result["receipt"] = receipt(outcome="rejected")
+                return self._finish("approve", started, result)
+            elicit = getattr(ctx, "elicit", None)
+            if approve and elicit is not None and not (ctx.auto_approve and pending.continuable):
+                answer = await self._ask(elicit, pending, self.transactions.remaining(transaction_id))
+                if answer is None:
+                    still = self._parked(transaction_id, pending, asks_person=True, dismissed=True)
+                    return self._finish(pending.tool, started, still)
+                approve = answer
+            try:
+                pending = self.transactions.take(transaction_id)
+            except TransactionError as error:  # expired while the person read the question
                 result = {**error.to_result(), "transactionId": transaction_id}
                 result["receipt"] = receipt(outcome="rejected")
                 return self._finish("approve", started, result)
@@ -688,6 +693,48 @@ class MutationCoordinator:
         for file in (*first, *second):
             merged.setdefault(file.absolute, file)
         return tuple(merged.values())
+
+    async def _ask(self, elicit: Elicit, pending: PendingMutation, window: float) -> bool | None:
+        """The person's answer to the mutation's question (built from its preview, so the second step
+        shows what the first did): True, False, or None when the prompt was dismissed, failed or went
+        unanswered for ``window`` seconds (an unanswered question holds every mutation of the workspace)."""
+        try:
+            return await asyncio.wait_for(
+                elicit(self._question(pending.tool, pending), pending.preview), max(window, 0.001)
+            )
+        except Exception:  # a client that cannot ask (or a person away) gave no approval
+            return None
+
+    def _parked(
+        self, transaction_id: str, pending: PendingMutation, *, asks_person: bool, dismissed: bool = False
+    ) -> dict[str, Any]:
+        """The ``needsApproval`` answer of a parked mutation, saying who approves it and how."""
+        tool = pending.tool
+        call = f'{{"transactionId": "{transaction_id}", "approve": true}}'
+        if asks_person:
+            step = (
+                f"the person did not approve it yet; call {tool} again with {call} to ask them again "
+                "(only their accept applies it)"
+            )
+        else:
+            step = f"show the preview; call {tool} again with {call} to apply it"
+        parked: dict[str, Any] = {
+            **pending.result,
+            "ok": True,
+            "needsApproval": True,
+            "transactionId": transaction_id,
+            "expiresInSeconds": round(self.transactions.remaining(transaction_id)),
+            "approvalReasons": list(pending.reasons),
+            "preview": dict(pending.preview),
+            "next": step + ', or "approve": false to discard it',
+            "receipt": self._receipt(pending, "pending-approval"),
+        }
+        if dismissed:
+            parked["notice"] = (
+                "the approval prompt was dismissed, failed or went unanswered: nothing was written and "
+                "the change stays parked; only the person's accept applies it"
+            )
+        return parked
 
     @staticmethod
     def _question(tool: str, pending: PendingMutation) -> str:

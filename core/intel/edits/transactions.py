@@ -2,8 +2,11 @@
 
 Without MCP elicitation, a mutation first answers with its preview and a ``transactionId``; the next
 call ``{transactionId, approve: true}`` applies it (after revalidating the bound document versions and
-file digests) and ``approve: false`` discards it. :class:`TransactionStore` keeps what that second call
-needs, under rules that make an id worth nothing to anyone but the caller that got it:
+file digests) and ``approve: false`` discards it. With elicitation a mutation is parked only when the
+person dismissed the question (or it failed or went unanswered), and that second call asks the person
+again: the coordinator checks the id without spending it (:meth:`TransactionStore.check`), so a
+dismissed question leaves the transaction pending. :class:`TransactionStore` keeps what the second call needs,
+under rules that make an id worth nothing to anyone but the caller that got it:
 
 * ids come from :func:`secrets.token_urlsafe` (unguessable, 192 bits);
 * a transaction expires (300 s by default): an old preview is not an approval of today's files;
@@ -148,11 +151,24 @@ class TransactionStore:
 
         :raises TransactionError: unknown, expired, already used or dropped; nothing is applied.
         """
-        entry = self._pending.pop(transaction_id, None)
+        pending = self.check(transaction_id)
+        del self._pending[transaction_id]
+        self._finish(transaction_id, "taken")
+        return pending
+
+    def check(self, transaction_id: str) -> PendingMutation:
+        """The pending mutation, refused exactly as :meth:`take` would refuse it, but not spent: the
+        approval step asks the person first when it can, and a dismissed question leaves it pending.
+
+        :raises TransactionError: unknown, expired, already used or dropped (an expired one is
+            forgotten, as :meth:`take` would).
+        """
+        entry = self._pending.get(transaction_id)
         if entry is None:
             raise self._refusal(transaction_id)
         age = self._clock() - entry.created
         if age > self.ttl:
+            del self._pending[transaction_id]
             self._finish(transaction_id, "expired")
             raise TransactionError(
                 f"transaction {_short(transaction_id)} expired: it was prepared {age:.0f} s ago and "
@@ -160,8 +176,14 @@ class TransactionStore:
                 "again for a fresh preview.",
                 "expired",
             )
-        self._finish(transaction_id, "taken")
         return entry.pending
+
+    def remaining(self, transaction_id: str) -> float:
+        """Seconds before a pending transaction expires (0 when it is not pending)."""
+        entry = self._pending.get(transaction_id)
+        if entry is None:
+            return 0.0
+        return max(0.0, self.ttl - (self._clock() - entry.created))
 
     def settle(self, transaction_id: str, outcome: str) -> None:
         """Record what became of a taken transaction ("applied", "declined", "conflict", ...)."""
