@@ -24,6 +24,7 @@ from kandev_lsp.intel.targets import Target
 __all__ = [
     "PARSERS",
     "ActionsArgs",
+    "ApprovalRequest",
     "DiagnosticsArgs",
     "FormatArgs",
     "HierarchyArgs",
@@ -38,6 +39,7 @@ __all__ = [
     "SymbolsArgs",
     "approval_request",
     "refuse_first_match",
+    "repeated_differences",
 ]
 
 InsertPosition = Literal["before", "after", "start", "end"]
@@ -191,13 +193,25 @@ def refuse_first_match(tool: str, payload: Mapping[str, Any]) -> None:
         raise InvalidArguments(tool, [_FIRST_MATCH_REFUSED.format(where=where) for where in found])
 
 
+@dataclass(frozen=True, slots=True)
+class ApprovalRequest:
+    """The second step of a parked change: its transaction, the answer, and the first step's arguments
+    the call repeated (a client that enforces the tool's schema must send its required arguments again)."""
+
+    transaction_id: str
+    approve: bool
+    repeated: Mapping[str, Any]
+
+
 def approval_request(
     tool: str, payload: Mapping[str, Any], context_id: str | None = None
-) -> tuple[str, bool] | None:
-    """``(transactionId, approve)`` when the call is the second step of a parked change, else None.
+) -> ApprovalRequest | None:
+    """The :class:`ApprovalRequest` when the call is the second step of a parked change, else None.
 
-    The id comes from the payload or from the context (B2.4); ``approve`` must be given explicitly, and
-    nothing else may come with it (the change was fixed when it was previewed).
+    The id comes from the payload or from the context (B2.4); ``approve`` must be given explicitly. The
+    tool's other arguments may come with it, repeated from the call that previewed the change (MCP clients
+    that check calls against the tool's schema send its required arguments every time); the caller checks
+    them against that call (:func:`repeated_differences`): the change was fixed when it was previewed.
 
     :raises InvalidArguments: a malformed second step, with what to send.
     """
@@ -214,16 +228,23 @@ def approval_request(
     approve = payload.get("approve")
     if not isinstance(approve, bool):
         problems.append("send `approve`: true to apply the previewed change, false to discard it")
-    extra = sorted(set(payload) - {"transactionId", "approve"})
-    if extra:
-        problems.append(
-            f"a transaction's second step takes only transactionId and approve, not {', '.join(extra)}: "
-            "the change was fixed when it was previewed (start a new call to change it)"
-        )
     if problems:
         raise InvalidArguments(tool, problems)
     assert isinstance(transaction_id, str) and isinstance(approve, bool)
-    return transaction_id, approve
+    repeated = {key: value for key, value in payload.items() if key not in ("transactionId", "approve")}
+    return ApprovalRequest(transaction_id, approve, repeated)
+
+
+def repeated_differences(previewed: Mapping[str, Any] | None, repeated: Mapping[str, Any]) -> list[str]:
+    """The arguments of a second step that differ from the previewing call's (``previewed``; None when
+    that call is not known here), as names to show. Arguments left out are fine; one the first call did not
+    have, or with another value, differs: the previewed change is what gets applied, never a changed one.
+    """
+    if not repeated:
+        return []
+    if previewed is None:
+        return sorted(repeated)
+    return sorted(key for key, value in repeated.items() if key not in previewed or previewed[key] != value)
 
 
 def _int(payload: Mapping[str, Any], key: str, default: int) -> int:

@@ -41,6 +41,7 @@ from kandev_lsp.intel.arguments import (
     SymbolsArgs,
     approval_request,
     refuse_first_match,
+    repeated_differences,
 )
 from kandev_lsp.intel.errors import IntelError, InvalidArguments, NotWired, UnknownTool
 from kandev_lsp.intel.executor import DEFAULT_DEADLINE
@@ -154,6 +155,10 @@ class UnwiredTools:
         raise self._fail("code_inlay_hints")
 
 
+#: First-step arguments remembered (the transactions' own bound is 64 waiting at once).
+_PREVIEWED_KEPT = 128
+
+
 class Dispatcher:
     """Routes tool calls to a :class:`ReadTools` and, when given, a :class:`MutationTools` implementation.
 
@@ -168,6 +173,9 @@ class Dispatcher:
         self._tools = tools
         self._mutations = mutations
         self.disabled = frozenset(disabled)
+        #: The arguments of the calls that parked a change, by transaction id (a second step may repeat
+        #: them; they must match). Bounded like the transactions themselves.
+        self._previewed: dict[str, tuple[str, Mapping[str, Any]]] = {}
         names = [tool.name for tool in ALL_TOOLS]
         unknown = sorted(self.disabled - set(names))
         if unknown:
@@ -244,6 +252,35 @@ class Dispatcher:
         refuse_first_match(tool.name, payload)  # B4.6, before the schema's generic "unknown argument"
         approval = approval_request(tool.name, payload, ctx.transaction_id)
         if approval is not None:
-            transaction_id, approve = approval
-            return dict(await mutations.approve(tool.name, transaction_id, approve, ctx))
-        return await self._run(tool, mutations, payload, ctx)
+            previewed = self._previewed.get(approval.transaction_id)
+            same_tool = previewed[1] if previewed is not None and previewed[0] == tool.name else None
+            differ = repeated_differences(same_tool, approval.repeated)
+            if differ:
+                raise InvalidArguments(
+                    tool.name,
+                    [
+                        f"{', '.join(differ)} differ{'s' if len(differ) == 1 else ''} from the call that "
+                        f"previewed transaction {approval.transaction_id!r}"
+                        + (
+                            ""
+                            if same_tool is not None
+                            else f" (it was previewed by {previewed[0]})"
+                            if previewed is not None
+                            else " (no such call in this session)"
+                        )
+                        + ": the second step applies the previewed change as it was; send transactionId "
+                        "and approve alone (or with the same arguments), or call without transactionId to "
+                        "preview a changed edit"
+                    ],
+                )
+            result = dict(await mutations.approve(tool.name, approval.transaction_id, approval.approve, ctx))
+            if result.get("transactionId") != approval.transaction_id or not result.get("needsApproval"):
+                self._previewed.pop(approval.transaction_id, None)  # used up (or unknown): forget it
+            return result
+        result = await self._run(tool, mutations, payload, ctx)
+        transaction_id = result.get("transactionId")
+        if result.get("needsApproval") and isinstance(transaction_id, str):
+            if len(self._previewed) >= _PREVIEWED_KEPT:
+                del self._previewed[next(iter(self._previewed))]
+            self._previewed[transaction_id] = (tool.name, dict(payload))
+        return result

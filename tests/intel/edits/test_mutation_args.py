@@ -295,7 +295,7 @@ def test_a_transaction_id_routes_to_approve_without_the_tool_schema() -> None:
         ({"approve": True}, "send it with the `transactionId` it returned"),
         (
             {"transactionId": "t1", "approve": True, "newName": "h"},
-            "takes only transactionId and approve, not newName",
+            "newName differs from the call that previewed transaction 't1' (no such call in this session)",
         ),
     ],
 )
@@ -304,6 +304,28 @@ def test_a_malformed_second_step_says_what_to_send(payload: dict[str, Any], mess
     result = call(dispatcher, "code_rename", payload)
     assert result["ok"] is False and message in result["error"], result
     assert recorder.calls == []
+
+
+def test_a_second_step_may_repeat_the_previewing_calls_arguments_but_not_change_them() -> None:
+    """A client that enforces the tool's schema sends its required arguments with the approval too; they
+    must be the previewed call's, or the model would believe it approved a different edit."""
+    parked = {"ok": True, "needsApproval": True, "transactionId": "t9", "preview": {}}
+    dispatcher, recorder = wired(Recorder(parked))
+    first = {"target": {"path": "a.py", "symbol": "f"}, "newName": "g"}
+    assert call(dispatcher, "code_rename", first)["transactionId"] == "t9"
+    changed = call(
+        dispatcher, "code_rename", {**first, "newName": "h", "transactionId": "t9", "approve": True}
+    )
+    assert changed["ok"] is False and "newName differs from the call that previewed" in changed["error"]
+    elsewhere = call(dispatcher, "code_format", {"path": "a.py", "transactionId": "t9", "approve": True})
+    assert elsewhere["ok"] is False and "(it was previewed by code_rename)" in elsewhere["error"]
+    assert len(recorder.calls) == 1  # neither reached approve
+    recorder.result = {"ok": True, "outcome": "applied"}
+    same = call(dispatcher, "code_rename", {**first, "transactionId": "t9", "approve": True})
+    subset = {"newName": "g", "transactionId": "t9", "approve": True}
+    assert same["ok"] is True and recorder.calls[-1] == ("approve", "code_rename", "t9", True)
+    again = call(dispatcher, "code_rename", subset)  # the id is used up: the dispatcher forgot its call
+    assert again["ok"] is False and "no such call in this session" in again["error"]
 
 
 def test_auto_approve_all_reaches_the_host_but_never_the_model() -> None:
