@@ -5,7 +5,11 @@ A model does not reliably know character offsets, so every position-taking tool 
 
 1. ``symbol``: matched against the document's flattened symbols by name, by dotted ``Container.member``
    (a suffix of the qualified name at a ``.`` boundary), or by a candidate ``id`` handed out earlier
-   (``Parser.parse@42``); ``kind`` and ``line`` narrow the matches. The position is the start of the
+   (``Parser.parse@42``); ``kind`` and ``line`` narrow the matches. A Go method is named by gopls'
+   receiver form (``(*MemStore).Get``, in ``documentSymbol``) or without it (``MemStore.Get``, what its
+   ``workspace/symbol`` shows): :func:`plain_name` makes both one name, so either resolves. A leading
+   qualifier naming the file's package or module (``store.ErrMissing`` in ``store/store.go``) is dropped
+   when the whole name matches nothing. The position is the start of the
    symbol's name (``selectionRange.start``). No match: :class:`SymbolNotFound` with the nearest names.
    Several: :class:`AmbiguousTarget` with candidates, unless the read opted into ``firstMatch``.
 2. ``line`` + ``matchText``: the column where the text occurs on that line. A missing anchor fails and shows
@@ -22,6 +26,7 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final, Literal
@@ -41,6 +46,7 @@ __all__ = [
     "ResolvedTarget",
     "Target",
     "match_symbols",
+    "plain_name",
     "resolve_target",
     "symbol_candidate",
     "symbol_id",
@@ -54,6 +60,8 @@ MAX_CANDIDATES: Final = 20
 MAX_NEAREST: Final = 8
 #: Lines of the symbol's range searched for its name when the server gave no exact name position.
 _NAME_SEARCH_LINES: Final = 3
+#: A Go method's receiver as gopls names it: ``(*MemStore).`` / ``(MemStore).`` / ``(*Stack[T]).``.
+_RECEIVER: Final = re.compile(r"\(\*?\s*([A-Za-z_]\w*)(?:\[[^\]]*\])?\)\.")
 
 
 @dataclass(frozen=True, slots=True)
@@ -176,21 +184,59 @@ def symbol_candidate(entry: SymbolEntry, document: Document) -> dict[str, Any]:
     }
 
 
+def plain_name(name: str) -> str:
+    """``name`` with Go receivers written plainly: ``(*MemStore).Get`` and ``(MemStore).Get`` ->
+    ``MemStore.Get``; any other name as it is. gopls names a method with its receiver in
+    ``documentSymbol`` and without it in ``workspace/symbol``, so a target must accept both (B4.3)."""
+    return _RECEIVER.sub(r"\1.", name) if "(" in name else name
+
+
 def match_symbols(entries: Sequence[SymbolEntry], query: str, kind: str | None = None) -> list[SymbolEntry]:
     """The entries ``query`` names: an id (``A.b@12``), a name, a qualified name, or a dotted suffix of one;
-    narrowed to ``kind`` when given. Document order is kept."""
+    narrowed to ``kind`` when given. Go receivers match with or without their ``(*...)`` form
+    (:func:`plain_name`). Document order is kept."""
     name, at, line_text = query.rpartition("@")
     if at and name and line_text.isdigit():
-        by_id = [e for e in entries if e.qualified_name == name and e.selection_line + 1 == int(line_text)]
+        plain_id = plain_name(name)
+        by_id = [
+            e
+            for e in entries
+            if e.selection_line + 1 == int(line_text)
+            and (e.qualified_name == name or plain_name(e.qualified_name) == plain_id)
+        ]
         if by_id:
             return _of_kind(by_id, kind)
-    suffix = "." + query
-    matches = [
-        e
-        for e in entries
-        if e.name == query or e.qualified_name == query or e.qualified_name.endswith(suffix)
-    ]
+    plain = plain_name(query)
+    suffix, plain_suffix = "." + query, "." + plain
+    matches = []
+    for e in entries:
+        qualified = e.qualified_name
+        if e.name == query or qualified == query or qualified.endswith(suffix):
+            matches.append(e)
+        elif "(" in qualified or plain is not query:  # a Go receiver on either side
+            qualified = plain_name(qualified)
+            if qualified == plain or qualified.endswith(plain_suffix) or plain_name(e.name) == plain:
+                matches.append(e)
     return _of_kind(matches, kind)
+
+
+def _unqualified(
+    entries: Sequence[SymbolEntry], query: str, kind: str | None, document: Document
+) -> list[SymbolEntry]:
+    """The matches of ``query`` without leading qualifiers that name the document's module or package
+    (a folder or the file's name): ``store.ErrMissing`` in ``store/store.go`` is gopls' ``workspace/symbol``
+    name for ``ErrMissing``. Only those qualifiers go: a misspelt class (``Parsr.parse``) stays not found
+    rather than quietly becoming any ``parse``."""
+    path = document.file.display.replace("\\", "/")
+    folders, _, filename = path.rpartition("/")
+    modules = {part for part in folders.split("/") if part} | {filename.partition(".")[0]}
+    head, dot, rest = query.partition(".")
+    while dot and rest and head in modules:
+        matches = match_symbols(entries, rest, kind)
+        if matches:
+            return matches
+        head, dot, rest = rest.partition(".")
+    return []
 
 
 def _of_kind(entries: list[SymbolEntry], kind: str | None) -> list[SymbolEntry]:
@@ -290,7 +336,9 @@ def _resolve_symbol(
     encoding: PositionEncoding,
     first_match: bool,
 ) -> ResolvedTarget:
-    matches = match_symbols(symbols, query, target.kind)
+    matches = match_symbols(symbols, query, target.kind) or _unqualified(
+        symbols, query, target.kind, document
+    )
     if len(matches) > 1 and target.line is not None:
         on_line = [e for e in matches if e.selection_line + 1 == target.line]
         if not on_line:

@@ -1,0 +1,126 @@
+"""Fixes from the MCP user trial (read tools): pure parts, table-tested.
+
+Each test names the trial finding it pins; the real-server counterparts are in
+``test_trial_fixes_real.py``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from kandev_lsp.intel.errors import AmbiguousTarget, SymbolNotFound
+from kandev_lsp.intel.symbols import flatten_symbols
+from kandev_lsp.intel.targets import Target, match_symbols, plain_name, resolve_target
+from kandev_lsp.intel.text import Document, PositionEncoding
+from kandev_lsp.intel.workspace import Workspace
+
+# -- 1. Go method names round-trip (B4.3) ------------------------------------------------------------------
+GO_SOURCE = """\
+package store
+
+var ErrMissing = 1
+
+type Store interface {
+\tGet(key string) string
+}
+
+type MemStore struct {
+\tdata map[string]string
+}
+
+func (m *MemStore) Get(key string) string {
+\treturn m.data[key]
+}
+
+func (m MemStore) Len() int {
+\treturn len(m.data)
+}
+"""
+
+
+def _span(line: int, start: int, end_line: int, end: int) -> dict[str, Any]:
+    return {"start": {"line": line, "character": start}, "end": {"line": end_line, "character": end}}
+
+
+def _go(name: str, kind: int, rng: dict[str, Any], sel: dict[str, Any], children: Any = ()) -> dict[str, Any]:
+    return {"name": name, "kind": kind, "range": rng, "selectionRange": sel, "children": list(children)}
+
+
+#: gopls' documentSymbol answer for GO_SOURCE: methods are top-level, named with their receiver.
+GO_TREE = [
+    _go("ErrMissing", 13, _span(2, 4, 2, 18), _span(2, 4, 2, 14)),
+    _go(
+        "Store",
+        11,
+        _span(4, 5, 6, 1),
+        _span(4, 5, 4, 10),
+        [_go("Get", 6, _span(5, 1, 5, 24), _span(5, 1, 5, 4))],
+    ),
+    _go("MemStore", 23, _span(8, 5, 10, 1), _span(8, 5, 8, 13)),
+    _go("(*MemStore).Get", 6, _span(12, 0, 14, 1), _span(12, 19, 12, 22)),
+    _go("(MemStore).Len", 6, _span(16, 0, 18, 1), _span(16, 18, 16, 21)),
+]
+
+
+@pytest.fixture
+def go_document(tmp_path: Path) -> Document:
+    (tmp_path / "store").mkdir()
+    (tmp_path / "store" / "store.go").write_text(GO_SOURCE)
+    return Document(Workspace([tmp_path]).resolve("store/store.go"), GO_SOURCE, version=1)
+
+
+def _go_resolve(document: Document, symbol: str) -> Any:
+    target = Target.from_json({"path": "store/store.go", "symbol": symbol})
+    return resolve_target(target, document, flatten_symbols(GO_TREE), PositionEncoding.UTF16)
+
+
+@pytest.mark.parametrize(
+    ("name", "plain"),
+    [
+        ("(*MemStore).Get", "MemStore.Get"),
+        ("(MemStore).Len", "MemStore.Len"),
+        ("(*Stack[T]).Push", "Stack.Push"),
+        ("MemStore.Get", "MemStore.Get"),
+        ("send(x)", "send(x)"),
+    ],
+)
+def test_plain_name_drops_go_receiver_syntax(name: str, plain: str) -> None:
+    assert plain_name(name) == plain
+
+
+@pytest.mark.parametrize(
+    ("symbol", "line"),
+    [
+        ("MemStore.Get", 13),  # what gopls' workspace/symbol (code_symbols query) shows
+        ("(*MemStore).Get", 13),  # what its documentSymbol (code_symbols path) shows
+        ("(MemStore).Get", 13),  # the other receiver form names the same method
+        ("MemStore.Len", 17),
+        ("(*MemStore).Len", 17),
+        ("(*MemStore).Get@13", 13),  # a candidate id
+        ("MemStore.Get@13", 13),
+        ("store.ErrMissing", 3),  # workspace/symbol's package-qualified name
+        ("store.MemStore.Get", 13),
+    ],
+)
+def test_go_method_names_resolve_with_and_without_the_receiver(
+    go_document: Document, symbol: str, line: int
+) -> None:
+    resolved = _go_resolve(go_document, symbol)
+    assert resolved.line == line and resolved.confidence == "symbol"
+
+
+def test_the_interface_method_stays_apart_from_the_implementation(go_document: Document) -> None:
+    assert _go_resolve(go_document, "Store.Get").line == 6
+    with pytest.raises(AmbiguousTarget):
+        _go_resolve(go_document, "Get")
+    entries = flatten_symbols(GO_TREE)
+    assert [e.qualified_name for e in match_symbols(entries, "MemStore.Get")] == ["(*MemStore).Get"]
+
+
+@pytest.mark.parametrize("symbol", ["Other.Get", "(*Other).Get", "pkg.ErrMissing", "MemStore.Put"])
+def test_unknown_qualifiers_are_still_not_found(go_document: Document, symbol: str) -> None:
+    # Only the file's own package/module qualifier is dropped: a wrong type never becomes "any Get".
+    with pytest.raises(SymbolNotFound):
+        _go_resolve(go_document, symbol)

@@ -1,0 +1,117 @@
+"""Fixes from the MCP user trial, on the real servers the findings came from (gopls, tsserver, pyright).
+
+Each test fails without its fix; the pure counterparts are in ``test_trial_fixes.py``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+from intel_projects import write
+from kandev_lsp import TaskEnvironment
+from kandev_lsp.intel.dispatch import IntelContext
+from kandev_lsp.intel.service import IntelService
+from stream_testkit import TAG_VARIABLE
+
+pytestmark = [pytest.mark.real_server, pytest.mark.timeout(300)]
+
+#: A loaded shared machine: cold servers get longer than the tools' 9 s default.
+SLOW = IntelContext(deadline=90)
+
+GO_STORE = {
+    "go.mod": "module example.com/kv\n\ngo 1.19\n",
+    "store/store.go": """package store
+
+import "errors"
+
+// ErrMissing is returned when a key is absent.
+var ErrMissing = errors.New("missing")
+
+// Store is a key-value store.
+type Store interface {
+\tGet(key string) (string, error)
+\tPut(key, value string)
+}
+
+// MemStore keeps values in memory.
+type MemStore struct {
+\tdata map[string]string
+}
+
+// NewMemStore returns an empty MemStore.
+func NewMemStore() *MemStore {
+\treturn &MemStore{data: map[string]string{}}
+}
+
+// Get returns the value of key.
+func (m *MemStore) Get(key string) (string, error) {
+\tv, ok := m.data[key]
+\tif !ok {
+\t\treturn "", ErrMissing
+\t}
+\treturn v, nil
+}
+
+// Put stores value under key.
+func (m *MemStore) Put(key, value string) {
+\tm.data[key] = value
+}
+""",
+    "main.go": """package main
+
+import (
+\t"fmt"
+
+\t"example.com/kv/store"
+)
+
+func main() {
+\ts := store.NewMemStore()
+\ts.Put("a", "1")
+\tv, err := s.Get("a")
+\tfmt.Println(v, err)
+}
+""",
+}
+
+
+def _go_service(folder: Path, tag: str) -> IntelService:
+    home = folder.parent / "home"
+    home.mkdir(exist_ok=True)
+    env = TaskEnvironment.from_agent({"HOME": str(home), "PATH": "/usr/bin:/bin", TAG_VARIABLE: tag})
+    return IntelService.open([folder], env=env)
+
+
+async def _go_names(folder: Path, tag: str) -> dict[str, Any]:
+    async with _go_service(folder, tag) as service:
+        call = service.dispatch
+        out: dict[str, Any] = {}
+        listed = await call("code_symbols", {"query": "Store"}, SLOW)
+        outline = await call("code_symbols", {"path": "store/store.go"}, SLOW)
+        assert listed["ok"] and outline["ok"], (listed, outline)
+        shown = [s["name"] for s in listed["symbols"] if s["path"] == "store/store.go"]
+        shown += [s["name"] for s in outline["symbols"]]
+        for name in dict.fromkeys(shown):
+            result = await call(
+                "code_navigate",
+                {"target": {"path": "store/store.go", "symbol": name}, "kind": "definition"},
+                SLOW,
+            )
+            out[name] = result
+        return out
+
+
+@pytest.mark.skipif(not os.access("/usr/bin/gopls", os.X_OK), reason="Debian's gopls is not installed")
+def test_every_go_symbol_code_symbols_shows_resolves_as_a_target(tmp_path: Path, tag: str) -> None:
+    results = asyncio.run(_go_names(write(tmp_path / "go", GO_STORE), tag))
+    # gopls names the method "(*MemStore).Get" in documentSymbol and "MemStore.Get" in workspace/symbol,
+    # and a package-level name "store.ErrMissing" there: each shown form must resolve (trial finding 1).
+    assert {"MemStore.Get", "(*MemStore).Get"} <= set(results), sorted(results)
+    not_found = {name: r["error"] for name, r in results.items() if not r["ok"] and not r.get("ambiguous")}
+    assert not_found == {}
+    assert results["MemStore.Get"]["target"]["line"] == 25, results["MemStore.Get"]
+    assert results["MemStore.Get"]["target"]["symbol"] == "(*MemStore).Get"
