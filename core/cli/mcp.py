@@ -4,8 +4,9 @@ over stdio, on the official ``mcp`` SDK (issues 9 and 11, B2, B7.4, B9).
 Every enabled tool is listed with its JSON schema and honest annotations: the read tools read-only and
 idempotent, the mutating ones (code_rename, code_actions, code_format, code_insert, code_replace,
 code_replace_batch) not read-only, destructive unless they only add text or re-format. A call returns the
-tool's result as structured content plus a one-line text summary ("12 references · 4 files"), with
-``isError`` set when the result is ``ok: false``.
+tool's result as structured content and as text: a one-line summary ("12 references · 4 files"), then the
+same result as JSON (clients that pass the model only text content lose nothing), with ``isError`` set
+when the result is ``ok: false``.
 
 Mutations are approved headless (:mod:`kandev_lsp.cli.mcp_approval`): a client that declared form
 elicitation is asked during the call with the preview; otherwise the tool answers ``needsApproval`` with a
@@ -213,8 +214,12 @@ def build_server(service: IntelService, deadline: float = 9.0, *, auto_approve: 
         result = outcome.result  # autoApproveAll already stripped: the model never sees it (B2.6)
         if outcome.auto_approve_all:
             approvals.remember_all()
+        # The summary line first, then the whole result as JSON text: many clients hand the model only
+        # `content` (never `structuredContent`), and the MCP spec asks a tool with structured content to
+        # send its serialized JSON as text too.
         summary = str(result.get("summary", ""))
-        content: list[types.ContentBlock] = [types.TextContent(text=summary or json.dumps(result)[:200])]
+        answer = json.dumps(result, ensure_ascii=False, separators=(",", ":"))
+        content: list[types.ContentBlock] = [types.TextContent(text=summary), types.TextContent(text=answer)]
         approve = approval_text(
             spec.name if spec else params.name, result, asks_person=context.elicit is not None
         )

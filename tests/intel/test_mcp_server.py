@@ -4,6 +4,7 @@ disabled tools absent, servers warm between calls, everything stopped when the c
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 import time
@@ -68,7 +69,10 @@ def test_mcp_server_over_stdio(tmp_path: Path, real_servers: RealServers, tag: s
         assert not result.is_error, result
         assert result.content[0].text == "5 references · 2 files"
         assert result.structured_content["totalFound"] == 5
+        # the whole answer as text too: clients that give the model only `content` lose nothing
+        assert json.loads(result.content[1].text) == result.structured_content
     assert out["first"].structured_content["files"] == out["second"].structured_content["files"]
     assert out["warm_seconds"] < 5.0  # the server stayed up between calls
     assert out["disabled"].is_error and "disabled" in out["disabled"].content[0].text
     assert out["bad"].is_error and "leaves the workspace" in out["bad"].structured_content["error"]
+    assert "leaves the workspace" in json.loads(out["bad"].content[1].text)["error"]  # uncut, as text
