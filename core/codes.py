@@ -22,6 +22,7 @@ if TYPE_CHECKING:
 CLOSE_GOING_AWAY: Final = 1001  # install cancelled by the client, or teardown
 CLOSE_INSTALLABLE_NOT_REQUESTED: Final = 4001  # K9.4
 CLOSE_INSTALL_FAILED: Final = 4003  # K9.6
+CLOSE_CAPACITY: Final = 4005  # K9.8: every session slot is taken; nothing was started
 CLOSE_NO_INSTALLER: Final = 4007  # K9.10
 CLOSE_START_FAILED: Final = 4008  # K9.11
 

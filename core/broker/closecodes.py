@@ -63,6 +63,7 @@ _RELAYED: Final = frozenset(
         BrokerCloseCode.NO_INSTALLER,
         BrokerCloseCode.START_FAILED,
         BrokerCloseCode.SERVER_EXITED,
+        BrokerCloseCode.CAPACITY,  # serve's own session cap: nothing was started there either
     }
 )
 
@@ -71,6 +72,7 @@ def client_close_for_upstream(code: int | None) -> BrokerCloseCode:
     """The client's close code when its lease's upstream ended without the broker asking.
 
     * serve's 4001/4003/4007/4008/4006 are relayed: the task host knows what happened to the server;
+      so is its 4005 (every session slot of that ``serve`` is taken, no server was started);
     * 1000 (the server exited with status 0 by itself) and 1009 (serve stopped a server that wrote an
       oversized message) are confirmed exits: 4006;
     * 1001 (serve itself is stopping: the task host is going away) makes the session unavailable: 4002;

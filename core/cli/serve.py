@@ -59,6 +59,16 @@ def add_allow_origin_argument(parser: argparse.ArgumentParser, default: str) -> 
     )
 
 
+def _positive_int(value: str) -> int:
+    try:
+        number = int(value)
+    except ValueError:
+        number = 0
+    if number < 1:
+        raise argparse.ArgumentTypeError(f"{value!r} is not a positive whole number")
+    return number
+
+
 def _origin_argument(value: str) -> str:
     from kandev_lsp.stream.origins import ANY_ORIGIN, normalize_origin
 
@@ -123,6 +133,16 @@ def add_serve_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentPar
     add_allow_origin_argument(
         parser, "default: any, since a browser page cannot send the bearer token on a WebSocket"
     )
+    parser.add_argument(
+        "--max-sessions",
+        metavar="N",
+        type=_positive_int,
+        default=None,
+        help=(
+            "concurrent sessions, each a language server (default: 16); one more is closed with 4005 "
+            "'too many language servers' before anything starts"
+        ),
+    )
     add_log_level_argument(parser, "info")
     parser.set_defaults(handler=run_serve)
 
@@ -131,21 +151,30 @@ def run_serve(args: argparse.Namespace) -> int:
     import asyncio
 
     from kandev_lsp.stream.auth import load_token
-    from kandev_lsp.stream.server import StreamConfig
 
     configure_logging(args.log_level)
     task = stream_task(args)
     plugins = load_plugins()
     settings = open_settings(args, plugins.languages())
     token = load_token(args.token_file)
-    config = StreamConfig(host=args.host, port=args.port)
-    if args.allow_origin:
-        config = dataclasses.replace(config, allowed_origins=tuple(args.allow_origin))
+    config = stream_config(args)
     try:
         return asyncio.run(serve_until_signalled(plugins, task, token, config, settings))
     except OSError as exc:
         print(f"kandev-lsp: cannot listen on {args.host}:{args.port}: {exc.strerror or exc}", file=sys.stderr)
         return 1
+
+
+def stream_config(args: argparse.Namespace) -> StreamConfig:
+    """The server's settings from the flags (a flag left out keeps :class:`StreamConfig`'s default)."""
+    from kandev_lsp.stream.server import StreamConfig
+
+    config = StreamConfig(host=args.host, port=args.port)
+    if args.allow_origin:
+        config = dataclasses.replace(config, allowed_origins=tuple(args.allow_origin))
+    if args.max_sessions is not None:
+        config = dataclasses.replace(config, max_sessions=args.max_sessions)
+    return config
 
 
 async def serve_until_signalled(

@@ -36,6 +36,7 @@ class CloseCode(IntEnum):
     MESSAGE_TOO_BIG = 1009  # a message over the size limit, in either direction
     INSTALLABLE_NOT_REQUESTED = codes.CLOSE_INSTALLABLE_NOT_REQUESTED
     INSTALL_FAILED = codes.CLOSE_INSTALL_FAILED
+    CAPACITY = codes.CLOSE_CAPACITY  # serve's concurrent-session cap is reached: nothing started
     #: The server is gone: it exited unexpectedly, closed or corrupted its output, stopped reading its
     #: input, or was stopped because the client stopped reading (reason "client too slow").
     SERVER_FAILED = 4006
@@ -55,6 +56,7 @@ CLOSE_REASONS: Mapping[int, str] = {
     CloseCode.MESSAGE_TOO_BIG: "message too big",
     CloseCode.INSTALLABLE_NOT_REQUESTED: "server not installed",
     CloseCode.INSTALL_FAILED: "install failed",
+    CloseCode.CAPACITY: "too many language servers",
     CloseCode.SERVER_FAILED: "server stopped",
     CloseCode.NO_INSTALLER: "server unavailable",
     CloseCode.START_FAILED: "server failed to start",

@@ -10,7 +10,9 @@ unauthenticated client learns nothing and starts nothing:
    repeated header is refused with its own reason: :mod:`kandev_lsp.stream.handshake`);
 4. the query names exactly one known language and a valid ``autoInstall``, else HTTP 400 with a JSON body.
 
-After the upgrade, each connection runs :class:`~kandev_lsp.stream.connection.StreamConnection`.
+After the upgrade, a connection beyond ``StreamConfig.max_sessions`` is closed with 4005 before anything
+is resolved or started; each other connection runs :class:`~kandev_lsp.stream.connection.StreamConnection`
+and holds its slot until its server is stopped and reaped.
 :meth:`StreamServer.aclose` closes every connection with 1001 and stops every server and install.
 """
 
@@ -58,6 +60,10 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("kandev_lsp.stream")
 
+#: Concurrent sessions (each a language server process tree) one ``serve`` runs by default: a task's
+#: clients need one per language each; the broker in front caps its leases at 8 by default.
+DEFAULT_MAX_SESSIONS = 16
+
 
 @dataclass(frozen=True, slots=True)
 class StreamConfig:
@@ -75,6 +81,8 @@ class StreamConfig:
     #: credential is a bearer header, which a browser page cannot attach to a WebSocket, so a cross-site
     #: page cannot get past the 401 anyway; listing origins is defence in depth behind a browser proxy.
     allowed_origins: tuple[str, ...] = (ANY_ORIGIN,)
+    #: Concurrent sessions; one more is closed with 4005 ``too many language servers``, nothing started.
+    max_sessions: int = DEFAULT_MAX_SESSIONS
 
 
 class StreamServer:
@@ -94,6 +102,8 @@ class StreamServer:
         supervisor: ProcessSupervisor | None = None,
     ) -> None:
         self.config = config or StreamConfig()
+        if self.config.max_sessions < 1:
+            raise ValueError(f"max_sessions must be at least 1, not {self.config.max_sessions}")
         #: Raises ValueError for a configured value that is not an origin: a typo must not listen.
         self._origins = OriginPolicy.from_values(
             self.config.allowed_origins,
@@ -111,6 +121,7 @@ class StreamServer:
             supervisor=supervisor,
         )
         self._numbers = itertools.count(1)
+        self._sessions = 0
         self._server: Server | None = None
 
     # Lifetime -----------------------------------------------------------------------------------------
@@ -215,10 +226,31 @@ class StreamServer:
         return refuse(connection, refusal)
 
     # After the upgrade --------------------------------------------------------------------------------
+    @property
+    def sessions(self) -> int:
+        """Connections holding a session slot now (from the upgrade until their server is reaped)."""
+        return self._sessions
+
     async def _handle(self, websocket: ServerConnection) -> None:
-        request = parse_stream_query(websocket.request.path if websocket.request else "")
-        connection = StreamConnection(self._ctx, websocket, request, next(self._numbers))
-        await connection.run()
+        if self._sessions >= self.config.max_sessions:  # checked and taken with no await in between
+            log_event(
+                log,
+                "connection_refused",
+                logging.WARNING,
+                code=int(CloseCode.CAPACITY),
+                sessions=self._sessions,
+                max_sessions=self.config.max_sessions,
+            )
+            reason = CLOSE_REASONS[CloseCode.CAPACITY]
+            await close_within(websocket, CloseCode.CAPACITY, reason, self.config.limits.client_write_timeout)
+            return
+        self._sessions += 1
+        try:
+            request = parse_stream_query(websocket.request.path if websocket.request else "")
+            connection = StreamConnection(self._ctx, websocket, request, next(self._numbers))
+            await connection.run()
+        finally:
+            self._sessions -= 1
 
 
 def _peer(connection: ServerConnection) -> str:

@@ -119,7 +119,7 @@ def test_status_frames_match_the_contract() -> None:
 
 def test_close_codes_and_reasons() -> None:
     assert {int(code) for code in CloseCode} == {
-        1000, 1001, 1002, 1007, 1009, 4001, 4003, 4006, 4007, 4008, 4009
+        1000, 1001, 1002, 1007, 1009, 4001, 4003, 4005, 4006, 4007, 4008, 4009
     }  # fmt: skip
     assert CLOSE_REASONS[4009] == "transport failed"  # K9.12: never "client too slow"
     for code in CloseCode:
