@@ -29,10 +29,13 @@ def missing_server_notice(resolution: Resolution) -> str | None:
     language = resolution.language
     detail = f" ({resolution.message.rstrip('.')})" if resolution.message else ""
     if resolution.reason is MissingReason.INSTALLABLE_NOT_REQUESTED:
+        # The resolver's message ends in the stream's advice (autoInstall=1), which means nothing to an
+        # agent's tools: the advice here is theirs. `doctor` shows where the server was looked for.
         return (
             f"No {language} language server is installed, so this answer may be empty for lack of a server, "
-            f"not of code{detail}. Install it with `kandev-lsp install {language}`, or add {language!r} to "
-            "the lsp_auto_install_languages setting."
+            f"not of code. Install it with `kandev-lsp install {language}` (with the HOME the tools run "
+            f"with; `kandev-lsp doctor` shows where servers were looked for), start the tools with "
+            f"--install, or add {language!r} to the lsp_auto_install_languages setting."
         )
     if resolution.reason is MissingReason.UNSUPPORTED_LANGUAGE:
         return f"No plugin provides the {language} language, so no server answered{detail}."

@@ -16,8 +16,9 @@ def _missing(reason: MissingReason, message: str = "gopls is not on PATH.") -> R
     [
         (
             MissingReason.INSTALLABLE_NOT_REQUESTED,
-            "No go language server is installed, so this answer may be empty for lack of a server, not of code "
-            "(gopls is not on PATH). Install it with `kandev-lsp install go`, or add 'go' to the "
+            "No go language server is installed, so this answer may be empty for lack of a server, not of code. "
+            "Install it with `kandev-lsp install go` (with the HOME the tools run with; `kandev-lsp doctor` "
+            "shows where servers were looked for), start the tools with --install, or add 'go' to the "
             "lsp_auto_install_languages setting.",
         ),
         (
@@ -32,6 +33,14 @@ def _missing(reason: MissingReason, message: str = "gopls is not on PATH.") -> R
 def test_notice_per_reason(reason: MissingReason, expected: str) -> None:
     notice = missing_server_notice(_missing(reason))
     assert notice is not None and notice.startswith(expected)
+
+
+def test_the_tools_notice_never_gives_the_streams_advice() -> None:
+    """The resolver's message for an installable server ends in the stream's `autoInstall=1`: an agent's
+    tools cannot use it (a user trial followed it in vain)."""
+    message = "pyright-langserver was not found on PATH; it can be installed. Run ... or connect with autoInstall=1."
+    notice = missing_server_notice(_missing(MissingReason.INSTALLABLE_NOT_REQUESTED, message))
+    assert notice is not None and "autoInstall" not in notice and "--install" in notice
 
 
 def test_no_notice_when_the_server_was_found() -> None:
