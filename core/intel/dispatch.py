@@ -195,7 +195,9 @@ class Dispatcher:
         enabled = ", ".join(t.name for t in self.tools())
         if tool is None or not self._offered(tool):
             raise UnknownTool(f"no tool {op!r}; the tools are: {enabled}")
-        raise UnknownTool(f"{tool.name} is disabled by the lsp_disabled_tools setting; enabled: {enabled}")
+        raise UnknownTool(
+            f"{tool.name} is disabled (the lsp_disabled_tools setting or --disable-tool); enabled: {enabled}"
+        )
 
     async def dispatch(self, op: str, payload: Any, ctx: IntelContext | None = None) -> dict[str, Any]:
         """Run one tool call; always returns a result dict with ``ok``, and a ``summary``.

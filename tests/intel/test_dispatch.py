@@ -333,7 +333,7 @@ def test_disabled_tools_are_neither_listed_nor_callable() -> None:
         "code_diagnostics",
     ]
     result = call(dispatcher, "inlay_hints", {"path": "a.py"})
-    assert result["ok"] is False and "disabled by the lsp_disabled_tools setting" in result["error"]
+    assert result["ok"] is False and "is disabled (the lsp_disabled_tools setting or --disable-tool)" in result["error"]
     assert recorder.calls == []
     with pytest.raises(ValueError, match="unknown tools \\['code_frobnicate'\\]"):
         Dispatcher(recorder, disabled=["code_frobnicate"])
