@@ -41,6 +41,7 @@ from kandev_lsp.intel.errors import IntelError
 from kandev_lsp.intel.executor import Deadline, ProviderUnavailable
 from kandev_lsp.intel.notices import missing_server_notice
 from kandev_lsp.intel.pathmemo import watched_lookup
+from kandev_lsp.intel.regular import NOT_REGULAR, NotRegularFile, read_regular
 from kandev_lsp.intel.text import MAX_TEXT_BYTES, Document
 from kandev_lsp.intel.watch import DiskWatch
 from kandev_lsp.intel.workspace import Root, Workspace, WorkspaceFile
@@ -122,15 +123,19 @@ def _stamp(path: str) -> tuple[int, int] | None:
 
 
 def _read(path: str) -> tuple[bytes, tuple[int, int]] | None:
-    stamp = _stamp(path)
-    if stamp is None or stamp[1] > MAX_TEXT_BYTES:
-        return None
+    """The file's bytes and the stamp of what was read, or None (missing, unreadable, over 8 MiB).
+
+    :raises NotRegularFile: a FIFO, socket or device: refused at once, never waited on.
+    """
     try:
-        with open(path, "rb") as handle:
-            data = handle.read(MAX_TEXT_BYTES + 1)
+        read = read_regular(path, max_bytes=MAX_TEXT_BYTES, limit=MAX_TEXT_BYTES + 1)
+    except NotRegularFile:
+        raise
     except OSError:
         return None
-    return data, stamp
+    if read.data is None:
+        return None
+    return read.data, read.stamp
 
 
 def _merge(base: Mapping[str, Any] | None, extra: Mapping[str, Any]) -> dict[str, Any]:
@@ -265,7 +270,10 @@ class ManagedServer:
         synced = self.documents.get(file.uri)
         if synced is not None and synced.document is not None and _stamp(file.absolute) == synced.stamp:
             return synced.document
-        read = await asyncio.to_thread(_read, file.absolute)
+        try:
+            read = await asyncio.to_thread(_read, file.absolute)
+        except NotRegularFile:
+            raise IntelError(f"{file.display} is {NOT_REGULAR}", status="not-a-file") from None
         if read is None:
             raise ProviderUnavailable(f"{file.display} cannot be read as text (missing, or over 8 MiB)")
         data, stamp = read
@@ -315,8 +323,8 @@ class ManagedServer:
                 path = document.file.absolute
                 if watch.unchanged(path, document.file.root.path) or _stamp(path) == synced.stamp:
                     continue
-                if not os.path.exists(document.file.absolute):
-                    continue
+                if not os.path.isfile(document.file.absolute):
+                    continue  # gone, or no longer a regular file (a FIFO is never read)
                 before = synced.digest
                 await self._sync(document.file)
                 changed += self.documents[uri].digest != before
@@ -334,7 +342,7 @@ class ManagedServer:
                 if self.client.endpoint.registrations.for_method(_WATCHED):
                     self.seen[uri] = (file, now)
                     moved.append({"uri": uri, "type": _CHANGED})
-                else:
+                elif os.path.isfile(file.absolute):  # a FIFO put in its place is never read
                     await self._sync(file)
                 changed += 1
             if moved:

@@ -16,6 +16,7 @@ import os
 from dataclasses import dataclass, field
 from typing import Any, Final, Protocol
 
+from kandev_lsp.intel.regular import read_regular
 from kandev_lsp.intel.workspace import WorkspaceFile
 from kandev_lsp.lsp.positions import LineIndex, PositionEncoding
 
@@ -144,12 +145,13 @@ class TextCache:
 
 
 def _read(file: WorkspaceFile, max_bytes: int) -> Document | None:
+    """The file's text, or None: missing, unreadable, too large, binary, or not a regular file (a FIFO
+    is refused at once, never waited on: the snippet or body is simply left out)."""
     try:
-        if os.path.getsize(file.absolute) > max_bytes:
-            return None
-        with open(file.absolute, "rb") as handle:
-            data = handle.read(max_bytes + 1)
-    except OSError:
+        data = read_regular(file.absolute, max_bytes=max_bytes, limit=max_bytes + 1).data
+    except OSError:  # NotRegularFile included
+        return None
+    if data is None:
         return None
     if b"\x00" in data[:8192]:
         return None  # a binary file: no lines to show

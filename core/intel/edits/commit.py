@@ -32,6 +32,7 @@ from typing import Final, Literal, Protocol
 
 from kandev_lsp.intel.edits.plan import EditPlan, FileEdit, PathKind, ResourceOp, text_digest
 from kandev_lsp.intel.errors import EditRejected
+from kandev_lsp.intel.regular import read_regular
 from kandev_lsp.intel.workspace import WorkspaceFile
 
 __all__ = ["CommitOutcome", "DiskFileSystem", "FileSystem", "commit", "disk_text"]
@@ -133,8 +134,7 @@ class DiskFileSystem:
 
     def read_bytes(self, path: str) -> bytes | None:
         try:
-            with open(path, "rb") as handle:
-                return handle.read()
+            return read_regular(path).data  # a FIFO or device: None at once, never waited on
         except OSError:
             return None
 
@@ -218,9 +218,8 @@ def disk_text(file: WorkspaceFile) -> str:
         checked against the disk, so it is refused).
     """
     try:
-        with open(file.absolute, "rb") as handle:
-            data = handle.read()
-    except OSError as error:
+        data = read_regular(file.absolute).data or b""
+    except OSError as error:  # NotRegularFile: "not a regular file (a FIFO/socket/device) ..."
         raise EditRejected(f"cannot read {file.display}: {error.strerror or error}") from None
     try:
         return data.decode("utf-8")

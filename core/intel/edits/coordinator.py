@@ -50,6 +50,7 @@ from kandev_lsp.intel.edits.transactions import PendingMutation, TransactionErro
 from kandev_lsp.intel.errors import IntelError
 from kandev_lsp.intel.executor import Deadline, ProviderUnavailable
 from kandev_lsp.intel.problems import file_problems
+from kandev_lsp.intel.regular import read_regular
 from kandev_lsp.intel.runtime import ManagedServer, ServerMissing, ServerPool
 from kandev_lsp.intel.snapshots import Publication
 from kandev_lsp.intel.tools import PUBLISH_WAIT, QUIET
@@ -132,9 +133,9 @@ class _CommandRun:
 
 
 def _digest(path: str) -> str | None:
+    """The file's sha256, or None when it cannot be read (a FIFO or device is refused, never waited on)."""
     try:
-        with open(path, "rb") as handle:
-            return hashlib.sha256(handle.read()).hexdigest()
+        return hashlib.sha256(read_regular(path).data or b"").hexdigest()
     except OSError:
         return None
 
