@@ -4,7 +4,8 @@ Every executable kandev-lsp starts (servers, ``npm``, ``go``, ``node``, version 
 checks) is found by :func:`locate` or, for servers, by the resolver walking :class:`Candidate` values with
 the same :class:`WorkspaceGate`. The rules: the *task's* PATH (empty and relative entries skipped,
 PATHEXT on Windows, the execute bit on Unix), absolute paths only as given, relative paths with a separator
-never, and nothing inside the task workspace except the task's usable managed cache (:func:`managed_cache`).
+never, and nothing inside the task workspace (the managed cache is usable only outside it:
+:func:`managed_cache`).
 
 A ground-floor module: it depends on the task environment and the file probe only, never on languages or
 plugins, so the process layer and the installers use it without importing the resolver's rules
@@ -113,13 +114,16 @@ class ManagedCache:
 def managed_cache(workspace: str, env: TaskEnvironment, probe: FileProbe) -> ManagedCache:
     """Whether the task's managed cache may be used, given where the workspace is.
 
-    The cache is kandev-lsp's own folder, not repository content, but a workspace can contain it:
+    The cache is kandev-lsp's own folder, but nothing inside the task workspace is trusted, the cache
+    included (security review finding 6):
 
     * the cache lies outside the workspace (the usual case): usable;
-    * HOME is the workspace or lies inside it (an editor started in ``~``, or a workspace of ``/home``):
-      usable. A checkout that holds HOME already decides what ``npm`` and ``go`` install and run
-      (``~/.npmrc``, ``~/.config/go/env``), so refusing the cache would protect nothing, and would refuse
-      every server kandev-lsp itself installed;
+    * HOME is the workspace or lies inside it (``--env HOME=<ws>/.home``, a container whose HOME is the
+      checkout, an editor whose project root is ``~``): refused. The checkout can write HOME, so it can ship
+      ``.kandev/lsp-servers/<lang>/current/bin/<server>`` itself. This was once allowed on the grounds that
+      such a checkout already controls ``~/.npmrc`` and go's env file; but installs are refused here too
+      (nothing kandev-lsp installs would be trusted), and a server found elsewhere (pyright from PATH) does
+      not run what HOME names, so refusing the cache does protect;
     * the cache lies inside the workspace while HOME does not (the workspace is ``~/.kandev`` or below, or
       ``~/.kandev`` is a link into the workspace): refused. A checkout there could have written the
       "cache" itself.
@@ -137,7 +141,13 @@ def managed_cache(workspace: str, env: TaskEnvironment, probe: FileProbe) -> Man
     if not workspace or not probe.is_within(probe.real_path(root), workspace):
         return ManagedCache(root, True)
     if probe.is_within(probe.real_path(env.home()), workspace):
-        return ManagedCache(root, True)
+        return ManagedCache(
+            root,
+            False,
+            f"HOME ({env.home()}) is inside the workspace ({workspace}), so a checkout could have put "
+            "servers in its managed cache; set HOME to a folder outside it, or pass the project root (not a "
+            "folder that holds HOME) as the workspace",
+        )
     return ManagedCache(
         root,
         False,
@@ -150,9 +160,10 @@ def managed_cache(workspace: str, env: TaskEnvironment, probe: FileProbe) -> Man
 @dataclass
 class WorkspaceGate:
     """Decides whether kandev-lsp may run a file for one task: never a file inside the task workspace
-    (a repository could have planted it), except in the task's managed cache when that is usable
-    (:func:`managed_cache`). The cache decision is made once, and only when a file inside the workspace
-    is met, so the usual resolution pays nothing for it.
+    (a repository could have planted it). A file in the task's managed cache inside the workspace is
+    refused with the cache's own reason (:func:`managed_cache`: the cache is usable only outside the
+    workspace), so the report says what to change. The cache decision is made once, and only when a file
+    inside the workspace is met, so the usual resolution pays nothing for it.
     """
 
     workspace: str
@@ -170,10 +181,8 @@ class WorkspaceGate:
         """None when the file at ``real_path`` (already resolved) may run, else why not."""
         if not self.probe.is_within(real_path, self.workspace):
             return None
-        cache = self.cache
-        if cache.root is not None and self.probe.is_within(real_path, cache.root):
-            if cache.usable:
-                return None
+        cache = self.cache  # a usable cache lies outside the workspace: only its reason matters here
+        if not cache.usable and cache.root is not None and self.probe.is_within(real_path, cache.root):
             return f"{IN_WORKSPACE}; never trusted ({cache.reason})"
         return f"{IN_WORKSPACE}; never trusted"
 
@@ -211,8 +220,7 @@ def locate(command: str, env: TaskEnvironment, workspace: str, probe: FileProbe)
     The rules are the resolver's: a bare name is looked up on the *task's* PATH (empty and relative entries
     skipped, PATHEXT on Windows, the execute bit on Unix); an absolute path is used as given if it is an
     executable file; a relative path with a separator is refused (it would depend on the working folder);
-    and nothing inside the task ``workspace`` runs, except the task's usable managed cache
-    (:class:`WorkspaceGate`).
+    and nothing inside the task ``workspace`` runs, the managed cache included (:class:`WorkspaceGate`).
     """
     if not command:
         return Lookup(command, reason="the command is empty", advice="Pass the program to run as argv[0].")
@@ -310,7 +318,7 @@ def tool_environment(env: TaskEnvironment, workspace: str, probe: FileProbe) -> 
 
     :func:`locate` keeps kandev-lsp from *starting* a planted ``npm``, but ``npm`` itself starts with
     ``#!/usr/bin/env node``, so a ``node`` planted in a PATH entry inside the workspace would still run.
-    Empty, relative and in-workspace entries are dropped (the usable managed cache is kept). A server is
+    Empty, relative and in-workspace entries are dropped. A server is
     not started with this environment: it is the task's server, and its interpreter lookups (``node``,
     a project's ``.venv/bin/python``) belong to the task.
     """

@@ -2,7 +2,7 @@
 
 The resolver walks the candidates the plugins and the core's default discovery propose, probes each on
 the filesystem, and takes the first that exists, is executable, may run for the task (outside its
-workspace, or in its usable managed cache: :class:`~kandev_lsp.executables.WorkspaceGate`, the rule every
+workspace, the managed cache included: :class:`~kandev_lsp.executables.WorkspaceGate`, the rule every
 executable kandev-lsp starts obeys) and passes every plugin's runnability check. Every candidate
 considered is recorded for ``--explain``; a missing server's message says what was refused and why.
 """

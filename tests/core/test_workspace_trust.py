@@ -21,8 +21,6 @@ from pathlib import Path
 import kandev_lsp_python
 import pytest
 from kandev_lsp import MissingReason, TaskEnvironment
-from kandev_lsp.executables import managed_cache
-from kandev_lsp.fileprobe import LocalFileProbe
 from kandev_lsp.install.toolchains import toolchain_checks
 from kandev_lsp.taskenv import Task
 from kandev_lsp.testing import fake_executable, make_plugin_host, make_task, resolve_in
@@ -224,7 +222,7 @@ def test_a_server_found_only_in_the_workspace_is_named_as_refused(planted: Plant
     assert f"pyright-langserver was found only inside the task workspace ({server})" in doctor.stdout
 
 
-# Item 2: a workspace that contains HOME keeps the managed cache ----------------------------------------
+# Item 2: a workspace that contains the managed cache (finding 6: refused, HOME or not) ----------------
 
 
 def installed_pyright(home: Path) -> str:
@@ -243,22 +241,25 @@ def home(tmp_path: Path) -> Iterator[Path]:
 
 
 @pytest.mark.parametrize("workspace", ["home", "parent of home"])
-def test_a_workspace_that_contains_home_keeps_the_managed_cache(home: Path, workspace: str) -> None:
-    server = installed_pyright(home)
+def test_a_workspace_that_contains_home_refuses_the_managed_cache(home: Path, workspace: str) -> None:
+    """Security review finding 6 reversed item 2: a checkout that holds HOME could ship the cache (the
+    full rule: tests/core/test_cache_in_workspace.py)."""
+    installed_pyright(home)
     folder = home if workspace == "home" else home.parent
     task = make_task(str(folder), path=[], home=str(home))
     resolution = resolve_in(make_plugin_host(kandev_lsp_python), "python", task)
-    assert resolution.found and resolution.executable == server and resolution.source == "managed cache"
+    assert not resolution.found and resolution.reason is MissingReason.CACHE_UNAVAILABLE
+    assert "set HOME to a folder outside it" in resolution.message
 
 
-def test_the_server_from_a_cache_in_a_home_workspace_starts(home: Path) -> None:
-    """The process layer applies the same rule as the resolver: the server starts with cwd = HOME."""
-    from kandev_lsp.process import run
+def test_the_server_from_a_cache_in_a_home_workspace_is_not_started(home: Path) -> None:
+    """The process layer applies the same rule as the resolver: with cwd = HOME it refuses the cache."""
+    from kandev_lsp.process import ProcessStartError, run
 
     server = installed_pyright(home)
     env = TaskEnvironment.from_agent({"PATH": "", "HOME": str(home)})
-    result = asyncio.run(run([server], env=env, cwd=str(home), timeout=30))
-    assert result.returncode == 0
+    with pytest.raises(ProcessStartError, match="set HOME to a folder outside it"):
+        asyncio.run(run([server], env=env, cwd=str(home), timeout=30))
 
 
 @pytest.mark.parametrize("layout", ["workspace is ~/.kandev", "~/.kandev links into the workspace"])
@@ -281,44 +282,6 @@ def test_a_cache_inside_the_workspace_while_home_is_not_is_refused_without_a_loo
     assert "kandev-lsp install" not in resolution.message
     assert "lies inside the task workspace" in resolution.message and "project root" in resolution.message
     assert any("never trusted (the managed cache" in step.reason for step in resolution.trail)
-
-
-def test_managed_cache_rule_as_a_table(home: Path, tmp_path: Path) -> None:
-    probe = LocalFileProbe(make_task(str(home), path=[], home=str(home)).host)
-
-    def usable(workspace: Path, home_value: str) -> bool:
-        return managed_cache(str(workspace), TaskEnvironment.from_agent({"HOME": home_value}), probe).usable
-
-    (home / ".kandev").mkdir()
-    elsewhere = tmp_path / "work" / "repo"
-    elsewhere.mkdir(parents=True)
-    assert usable(elsewhere, str(home))  # the usual case: the cache is outside the workspace
-    assert usable(home, str(home)) and usable(home.parent, str(home))  # HOME is the workspace or in it
-    assert usable(home / "project", str(home))  # a project under HOME: the cache is outside it
-    assert not usable(home / ".kandev", str(home))  # a workspace holding the cache but not HOME
-    assert not usable(elsewhere, "relative/home")  # HOME not absolute: disabled, as before
-
-
-def test_windows_home_workspace_keeps_the_cache_case_insensitively() -> None:
-    """The same rule on a simulated Windows task: USERPROFILE as HOME, paths compared case-insensitively."""
-    from kandev_lsp import HostPlatform
-    from kandev_lsp.discovery import ProbeStatus
-    from kandev_lsp.testing import TableProbe
-
-    windows = HostPlatform("windows", "x86_64")
-    server = (
-        "C:\\Users\\Ann\\.kandev\\lsp-servers\\python\\current\\node_modules\\.bin\\pyright-langserver.cmd"
-    )
-    probe = TableProbe({server: ProbeStatus.OK}, windows)
-    host = make_plugin_host(kandev_lsp_python)
-    task = make_task("c:\\users\\ann", path=[], extra={"USERPROFILE": "C:\\Users\\Ann"}, host=windows)
-    resolution = resolve_in(host, "python", task, probe)
-    assert resolution.found and resolution.executable == server
-    cache_only = make_task(
-        "C:\\Users\\Ann\\.kandev", path=[], extra={"USERPROFILE": "C:\\Users\\Ann"}, host=windows
-    )
-    refused = resolve_in(host, "python", cache_only, probe)
-    assert refused.reason is MissingReason.CACHE_UNAVAILABLE
 
 
 def test_the_stream_close_detail_names_a_server_refused_in_the_workspace(planted: Planted) -> None:
