@@ -10,7 +10,8 @@ passes one that sends ``callHierarchy/incomingCalls`` and friends through the ex
   ``callee`` with call sites in the caller's file, or ``subtype`` / ``supertype``), ``failures`` (an
   expansion that failed is recorded, the rest of the graph still comes), ``budgets`` and truncation.
 
-Nodes are deduplicated by identity, so a cycle (``a`` calls ``b`` calls ``a``) adds the edge back and
+Nodes are deduplicated by identity (several entries for one neighbour become one item, its call sites
+pooled, each site once), so a cycle (``a`` calls ``b`` calls ``a``) adds the edge back and
 does not recurse. Budgets bound the walk: the tool call's deadline, the depth, a node count and an edge
 count. Items outside the workspace (a call into the standard library) are omitted and counted (B8.11).
 """
@@ -208,6 +209,9 @@ async def traverse(
                 if isinstance(answer, TimeoutError):
                     walk.truncated_by.add("time")
                 continue
+            # One entry per neighbour node: a server may list a callee once per call (tsserver's
+            # outgoingCalls does), so the entries of one node are merged and their ranges pooled.
+            merged: dict[str, tuple[dict[str, Any], dict[str, Any], bool, list[Any]]] = {}
             for neighbour_item, ranges in answer:
                 if not isinstance(neighbour_item, dict):
                     walk.omitted += 1
@@ -215,6 +219,13 @@ async def traverse(
                 neighbour, new = walk.node(neighbour_item, depth)
                 if neighbour is None:
                     continue
+                pooled = list(ranges) if isinstance(ranges, list | tuple) else []
+                seen = merged.get(neighbour["id"])
+                if seen is None:
+                    merged[neighbour["id"]] = (neighbour_item, neighbour, new, pooled)
+                else:
+                    seen[3].extend(pooled)
+            for neighbour_item, neighbour, new, ranges in merged.values():
                 caller = neighbour if kind == "callers" else expanded
                 sites = _sites(walk, caller, ranges) if kind in ("callers", "callees") else []
                 walk.edge(expanded, neighbour, sites)
@@ -259,12 +270,14 @@ async def traverse(
 
 def _sites(walk: _Walk, caller: dict[str, Any], ranges: Any) -> list[dict[str, Any]]:
     """The call sites (``fromRanges``) as model positions in the caller's file (one text lookup for all of
-    them: a popular function's callers bring hundreds)."""
+    them: a popular function's callers bring hundreds), each site once, in document order (a server may
+    repeat a range: tsserver's outgoingCalls lists a call once per entry of the callee)."""
     if not isinstance(ranges, list | tuple) or not ranges:
         return []
     document = walk.texts.document(walk.files[caller["id"]])
     encoding = walk.encoding
     sites = []
+    seen: set[tuple[int, int, int, int]] = set()
     for span in ranges:
         start = span.get("start") if isinstance(span, dict) else None
         if not isinstance(start, dict):
@@ -278,9 +291,14 @@ def _sites(walk: _Walk, caller: dict[str, Any], ranges: Any) -> list[dict[str, A
         else:
             line, column = _int(start.get("line")) + 1, _int(start.get("character")) + 1
             end_line, end_column = _int(end.get("line")) + 1, _int(end.get("character")) + 1
+        key = (line, column, end_line, end_column)
+        if key in seen:
+            continue
+        seen.add(key)
         site: dict[str, Any] = {"line": line, "column": column}
         if end_line != line:
             site["endLine"] = end_line
         site["endColumn"] = end_column
         sites.append(site)
+    sites.sort(key=lambda site: (site["line"], site["column"]))
     return sites

@@ -244,3 +244,39 @@ def test_arguments_are_checked(workspace: Workspace) -> None:
         GraphBudgets(depth=5)
     with pytest.raises(ValueError, match="kind must be one of"):
         walk(workspace, "a", callees_of(workspace), "friends")
+
+
+def test_repeated_entries_and_ranges_of_one_callee_become_one_item(workspace: Workspace) -> None:
+    """tsserver's outgoingCalls gave ``add`` at lines 27, 27, 28, 28, 29, 29 (MCP trial finding 2): the
+    same callee in several entries, each with the same ranges. One item, each call site once."""
+    first, second = _call_site("a", "b"), _call_site("a", "c")
+
+    async def expand(item: dict[str, Any]) -> Sequence[Neighbour]:
+        if item["name"] != "a":
+            return []
+        return [
+            (_item(workspace, "b"), [second, first, first]),
+            (_item(workspace, "c"), [second]),
+            (_item(workspace, "b"), [first, second]),
+        ]
+
+    result = walk(workspace, "a", expand, "callees", budgets=GraphBudgets(depth=2))
+    sites = [{"line": 2, "column": 5, "endColumn": 6}, {"line": 2, "column": 10, "endColumn": 11}]
+    assert [(i["name"], i["callSites"]) for i in result["items"]] == [("b", sites), ("c", sites[1:])]
+    assert result["totalFound"] == 2
+    edges = result["graph"]["edges"]
+    assert {"caller": "m.py#a@1", "callee": "m.py#b@4", "callSites": sites} in edges and len(edges) == 2
+
+
+def test_repeated_caller_entries_merge_in_the_callers_file(workspace: Workspace) -> None:
+    site = _call_site("b", "a")
+
+    async def expand(item: dict[str, Any]) -> Sequence[Neighbour]:
+        return (
+            [(_item(workspace, "b"), [site]), (_item(workspace, "b"), [site])] if item["name"] == "a" else []
+        )
+
+    result = walk(workspace, "a", expand, "callers")
+    assert [(i["name"], i["callSites"]) for i in result["items"]] == [
+        ("b", [{"line": 5, "column": 5, "endColumn": 6}])
+    ]

@@ -15,7 +15,7 @@ from intel_projects import write
 from kandev_lsp import TaskEnvironment
 from kandev_lsp.intel.dispatch import IntelContext
 from kandev_lsp.intel.service import IntelService
-from stream_testkit import TAG_VARIABLE
+from stream_testkit import TAG_VARIABLE, RealServers
 
 pytestmark = [pytest.mark.real_server, pytest.mark.timeout(300)]
 
@@ -115,3 +115,70 @@ def test_every_go_symbol_code_symbols_shows_resolves_as_a_target(tmp_path: Path,
     assert not_found == {}
     assert results["MemStore.Get"]["target"]["line"] == 25, results["MemStore.Get"]
     assert results["MemStore.Get"]["target"]["symbol"] == "(*MemStore).Get"
+
+
+TS_SHAPES = {
+    "tsconfig.json": '{"compilerOptions": {"target": "ES2020", "module": "commonjs", "strict": true}, '
+    '"include": ["src"]}\n',
+    "package.json": '{"name": "shapes", "version": "1.0.0", "private": true}\n',
+    "src/shape.ts": """export interface Shape {
+  name: string;
+  area(): number;
+}
+
+export class Circle implements Shape {
+  name = "circle";
+  constructor(private radius: number) {}
+  area(): number {
+    return Math.PI * this.radius * this.radius;
+  }
+}
+""",
+    "src/registry.ts": """import { Shape, Circle } from "./shape";
+
+export class Registry {
+  private shapes: Shape[] = [];
+
+  add(shape: Shape): void {
+    this.shapes.push(shape);
+  }
+}
+
+export function buildDefault(): Registry {
+  const r = new Registry();
+  r.add(new Circle(1));
+  r.add(new Circle(2));
+  r.add(new Circle(3));
+  return r;
+}
+""",
+}
+
+
+def _ts_service(folder: Path, real_servers: RealServers, tag: str) -> IntelService:
+    env = TaskEnvironment.from_agent({**real_servers.overrides(), TAG_VARIABLE: tag})
+    return IntelService.open([folder], env=env)
+
+
+async def _ts_callees(folder: Path, real_servers: RealServers, tag: str) -> dict[str, Any]:
+    async with _ts_service(folder, real_servers, tag) as service:
+        return await service.dispatch(
+            "code_hierarchy",
+            {"target": {"path": "src/registry.ts", "symbol": "buildDefault"}, "kind": "callees"},
+            SLOW,
+        )
+
+
+def test_typescript_callees_list_each_call_site_once(
+    tmp_path: Path, real_servers: RealServers, tag: str
+) -> None:
+    result = asyncio.run(_ts_callees(write(tmp_path / "ts", TS_SHAPES), real_servers, tag))
+    assert result["ok"], result
+    names = [item["name"] for item in result["items"]]
+    assert len(names) == len(set(names)), names  # one item per callee
+    [add] = [item for item in result["items"] if item["name"] == "add"]
+    # tsserver's outgoingCalls repeats them: 13, 13, 14, 14, 15, 15 before the fix (trial finding 2)
+    assert [site["line"] for site in add["callSites"]] == [13, 14, 15], add
+    for edge in result["graph"]["edges"]:
+        sites = [(s["line"], s["column"]) for s in edge.get("callSites", [])]
+        assert len(sites) == len(set(sites)), edge
