@@ -11,7 +11,9 @@ import stat
 from collections.abc import Mapping
 
 from kandev_lsp._values import dataclass
+from kandev_lsp.executables import child_environment
 from kandev_lsp.platform import HostPlatform
+from kandev_lsp.taskenv import TaskEnvironment
 
 PROXY_CHECK_TIMEOUT = 5.0
 _OUTPUT_LIMIT = 4096
@@ -92,7 +94,9 @@ def run_briefly(argv: list[str], env: Mapping[str, str], *, timeout: float) -> B
     """Run ``argv`` (never through a shell) with no stdin, capturing a little output.
 
     ``argv[0]`` must be an absolute path that the one lookup (:func:`kandev_lsp.executables.locate`) or the
-    resolver chose: a bare name would be searched on a PATH here, outside the workspace rule.
+    resolver chose: a bare name would be searched on a PATH here, outside the workspace rule. The child's
+    environment follows the rule of every spawn (:func:`kandev_lsp.executables.child_environment`: no empty
+    or relative PATH entry, which would search this process's working folder, often the workspace).
     """
     if not argv or not os.path.isabs(argv[0]):
         return BriefRun(
@@ -103,7 +107,9 @@ def run_briefly(argv: list[str], env: Mapping[str, str], *, timeout: float) -> B
     try:
         completed = subprocess.run(  # noqa: S603 - argv from the resolver, absolute path, no shell
             argv,
-            env=dict(env),
+            env=child_environment(
+                env if isinstance(env, TaskEnvironment) else TaskEnvironment.from_mapping(env)
+            )[0],
             stdin=subprocess.DEVNULL,
             capture_output=True,
             timeout=timeout,

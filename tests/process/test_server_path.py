@@ -157,3 +157,17 @@ def test_kandev_lsp_run_python_never_runs_a_node_planted_in_the_workspace(trap: 
     )  # fmt: skip
     assert trap.planted_runs() == "", result.stderr
     assert os.path.realpath(trap.node_that_ran()) == os.path.realpath(str(NODE)), result.stderr
+
+
+def test_a_brief_version_run_never_runs_a_node_planted_in_its_working_folder(
+    trap: NodeTrap, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``run_briefly`` (the rustup proxy check, doctor's version probes) starts its child outside
+    ``spawn``, in kandev-lsp's own working folder: run from the project, that is the workspace."""
+    from kandev_lsp.probe import run_briefly
+
+    monkeypatch.chdir(trap.workspace)
+    outcome = run_briefly([str(trap.server)], {"PATH": f"{trap.bin}::/usr/bin:/bin"}, timeout=30)
+    assert trap.planted_runs() == ""
+    assert outcome.ok, outcome.summary
+    assert os.path.realpath(trap.node_that_ran()) == os.path.realpath(str(NODE))
