@@ -8,6 +8,7 @@ empty result that carries a ``notice`` (B8.10: a missing server) shows the notic
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from typing import Any, Final
 
@@ -57,6 +58,17 @@ def _shown(result: Mapping[str, Any]) -> str:
 def _first_line(text: str) -> str:
     line = text.strip().splitlines()[0] if text.strip() else ""
     return line if len(line) <= _MAX_LINE else line[: _MAX_LINE - 1] + "…"
+
+
+def _one_line(text: str) -> str:
+    """The first paragraph of ``text`` on one line: a hover's signature that a server wraps over several
+    lines (pyright puts each parameter on its own) becomes ``def contains(item: str, ...) -> bool``
+    instead of stopping at ``def contains(``; whitespace runs become one space, cut with an ellipsis."""
+    paragraph = re.split(r"\n\s*\n", text.strip(), maxsplit=1)[0]
+    line = " ".join(paragraph.split())
+    line = re.sub(r"([(\[{]) ", r"\1", line)
+    line = re.sub(r",? ([)\]}])", r"\1", line)
+    return line if len(line) <= _MAX_LINE else line[: _MAX_LINE - 1].rstrip() + "…"
 
 
 def _mapping(value: Any) -> Mapping[str, Any]:
@@ -132,7 +144,7 @@ def summarize(tool: str, result: Mapping[str, Any]) -> str:
             return _first_line(str(notice)) if notice else "no symbols"
         return plural(total, "symbol") + _shown(result)
     if tool == "code_hover":
-        return _first_line(str(result.get("text", ""))) or "no hover information"
+        return _one_line(str(result.get("text", ""))) or "no hover information"
     if tool == "code_diagnostics":
         raw_counts = result.get("counts")
         counts: Mapping[str, Any] = raw_counts if isinstance(raw_counts, Mapping) else {}

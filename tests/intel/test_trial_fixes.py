@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 from kandev_lsp.intel.errors import AmbiguousTarget, SymbolNotFound
+from kandev_lsp.intel.summaries import summarize
 from kandev_lsp.intel.symbols import flatten_symbols
 from kandev_lsp.intel.targets import Target, match_symbols, plain_name, resolve_target
 from kandev_lsp.intel.text import Document, PositionEncoding
@@ -124,3 +125,37 @@ def test_unknown_qualifiers_are_still_not_found(go_document: Document, symbol: s
     # Only the file's own package/module qualifier is dropped: a wrong type never becomes "any Get".
     with pytest.raises(SymbolNotFound):
         _go_resolve(go_document, symbol)
+
+
+# -- 3. hover summaries are a useful single line (B9.4) ----------------------------------------------------
+#: pyright's hover text for packaging's SpecifierSet.contains (the trial's summary: "(method) def contains(").
+PYRIGHT_CONTAINS = (
+    "(method) def contains(\n    item: UnparsedVersion,\n    prereleases: bool | None = None,\n"
+    "    installed: bool | None = None\n) -> bool\n\n"
+    "Return whether or not the item is contained in this SpecifierSet."
+)
+
+
+@pytest.mark.parametrize(
+    ("text", "summary"),
+    [
+        (
+            PYRIGHT_CONTAINS,
+            "(method) def contains(item: UnparsedVersion, prereleases: bool | None = None, "
+            "installed: bool | None = None) -> bool",
+        ),
+        ("def f(\n    a: int,\n) -> None", "def f(a: int) -> None"),
+        ("const big: Shape | undefined", "const big: Shape | undefined"),
+        ("func (store.Store).Put(key string)\n\n[docs](https://x)", "func (store.Store).Put(key string)"),
+        ("", "no hover information"),
+    ],
+)
+def test_hover_summary_is_the_whole_signature_on_one_line(text: str, summary: str) -> None:
+    assert summarize("code_hover", {"ok": True, "text": text}) == summary
+
+
+def test_a_long_hover_summary_is_cut_with_an_ellipsis() -> None:
+    text = "def f(\n" + "".join(f"    parameter_{n}: int,\n" for n in range(30)) + ") -> None"
+    summary = summarize("code_hover", {"ok": True, "text": text})
+    assert "\n" not in summary and summary.endswith("…") and len(summary) <= 160
+    assert summary.startswith("def f(parameter_0: int, parameter_1: int,")

@@ -155,13 +155,13 @@ export function buildDefault(): Registry {
 }
 
 
-def _ts_service(folder: Path, real_servers: RealServers, tag: str) -> IntelService:
+def _service(folder: Path, real_servers: RealServers, tag: str) -> IntelService:
     env = TaskEnvironment.from_agent({**real_servers.overrides(), TAG_VARIABLE: tag})
     return IntelService.open([folder], env=env)
 
 
 async def _ts_callees(folder: Path, real_servers: RealServers, tag: str) -> dict[str, Any]:
-    async with _ts_service(folder, real_servers, tag) as service:
+    async with _service(folder, real_servers, tag) as service:
         return await service.dispatch(
             "code_hierarchy",
             {"target": {"path": "src/registry.ts", "symbol": "buildDefault"}, "kind": "callees"},
@@ -182,3 +182,39 @@ def test_typescript_callees_list_each_call_site_once(
     for edge in result["graph"]["edges"]:
         sites = [(s["line"], s["column"]) for s in edge.get("callSites", [])]
         assert len(sites) == len(set(sites)), edge
+
+
+PY_SPEC = {
+    "pyproject.toml": '[project]\nname = "spec"\nversion = "0"\n',
+    "spec.py": '''class SpecifierSet:
+    def contains(
+        self, item: str, prereleases: bool | None = None, installed: bool | None = None
+    ) -> bool:
+        """Return whether or not the item is contained in this SpecifierSet."""
+        return bool(item and prereleases is None and installed is None)
+
+
+def check(spec: SpecifierSet) -> bool:
+    return spec.contains("1.0")
+''',
+}
+
+
+async def _py_hover(folder: Path, real_servers: RealServers, tag: str) -> dict[str, Any]:
+    async with _service(folder, real_servers, tag) as service:
+        return await service.dispatch(
+            "code_hover", {"target": {"path": "spec.py", "line": 10, "matchText": "contains"}}, SLOW
+        )
+
+
+def test_a_multi_line_pyright_signature_is_summarised_whole(
+    tmp_path: Path, real_servers: RealServers, tag: str
+) -> None:
+    result = asyncio.run(_py_hover(write(tmp_path / "py", PY_SPEC), real_servers, tag))
+    assert result["ok"], result
+    assert "\n" in result["text"].split("\n\n")[0], result["text"]  # pyright wraps this signature
+    # Before the fix the summary was the first line alone: "(method) def contains(" (trial finding 3).
+    assert result["summary"] == (
+        "(method) def contains(item: str, prereleases: bool | None = None, installed: bool | None = None)"
+        " -> bool"
+    ), result["summary"]
