@@ -44,9 +44,12 @@ from kandev_lsp.intel.pathmemo import watched_lookup
 from kandev_lsp.intel.regular import NOT_REGULAR, NotRegularFile, read_regular
 from kandev_lsp.intel.text import MAX_TEXT_BYTES, Document
 from kandev_lsp.intel.watch import DiskWatch
+from kandev_lsp.intel.watchers import CREATED, wanted_events
 from kandev_lsp.intel.workspace import Root, Workspace, WorkspaceFile
 from kandev_lsp.lsp.positions import PositionEncoding
+from kandev_lsp.platform import HostPlatform
 from kandev_lsp.session import log_event
+from kandev_lsp.stream.uri import workspace_uri
 
 if TYPE_CHECKING:
     from kandev_lsp.host import PluginHost
@@ -345,10 +348,35 @@ class ManagedServer:
                 elif os.path.isfile(file.absolute):  # a FIFO put in its place is never read
                     await self._sync(file)
                 changed += 1
+            appeared = self._appeared_or_left()
+            moved += appeared
+            changed += len(appeared)
             if moved:
                 await self.client.notify(_WATCHED, {"changes": moved})
             self.checked = checked
             return changed
+
+    def _appeared_or_left(self) -> list[dict[str, Any]]:
+        """``FileEvent`` values for files that appeared in or left a watched folder of this project since
+        the last refresh, as the server's didChangeWatchedFiles registrations ask (none without one: a
+        server that watches files itself, like typescript-language-server, sees them on its own). A file
+        already open or seen is announced by the re-sync above instead."""
+        watch = self.disk_watch
+        if not (watch.created or watch.removed):
+            return []
+        registrations = self.client.endpoint.registrations.for_method(_WATCHED)
+        if not registrations:
+            return []
+        inside = self.project_root.rstrip(os.sep) + os.sep
+        host = HostPlatform.current()
+        known = self.documents.keys() | self.seen.keys()
+        events = wanted_events(
+            [registration.register_options for registration in registrations],
+            [path for path in watch.created if path.startswith(inside)],
+            [path for path in watch.removed if path.startswith(inside)],
+            lambda path: workspace_uri(path, host),
+        )
+        return [event for event in events if event["type"] != CREATED or event["uri"] not in known]
 
     def uri_lookup(self, workspace: Workspace) -> Callable[[str], WorkspaceFile | IntelError]:
         """:meth:`Workspace.uri_lookup` for one tool call, trusting earlier checks this server's disk watch
@@ -601,7 +629,9 @@ class ServerPool:
         )
         if self.edit_applier is not None:
             capabilities = merge_capabilities(capabilities, _EDIT_CAPABILITIES)
-            client.handle("workspace/applyEdit", lambda params: self._apply_edit(spec.id, project_root, params))
+            client.handle(
+                "workspace/applyEdit", lambda params: self._apply_edit(spec.id, project_root, params)
+            )
         options = self.plugins.initialization_options(spec, settings)
         extra = TOOL_INITIALIZATION_OPTIONS.get(spec.id)
         if extra is not None:

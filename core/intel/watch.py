@@ -20,6 +20,12 @@ The rules that keep the check exact:
   "changed" until watched afresh: the caller falls back to a ``stat`` per file, exactly the old check.
 - The file itself is watched too (a write through a hard link elsewhere reaches its inode, not the folder).
 
+Files that appear in or leave a watched folder (created, moved in or out, deleted) are also collected
+(:attr:`DiskWatch.created`, :attr:`DiskWatch.removed`, since the last drain): a file the agent creates next
+to files a server already answered about is announced to that server (``didChangeWatchedFiles``), or its
+imports and references stay unknown to it. Folders that no answer reached are not watched, so a file
+created there is not seen; nor is anything after an overflow.
+
 Without inotify (another OS, no instances left) :meth:`DiskWatch.unchanged` always answers False: a
 ``stat`` per file, as before.
 """
@@ -92,6 +98,9 @@ class DiskWatch:
         #: Files whose watch was added since the last drain (trusted from the next one on).
         self._new: set[str] = set()
         self._changed: set[str] = set()
+        #: Files (not folders) that appeared in / left a watched folder since the last drain.
+        self.created: set[str] = set()
+        self.removed: set[str] = set()
 
     @property
     def active(self) -> bool:
@@ -101,6 +110,8 @@ class DiskWatch:
     def drain(self) -> None:
         """Read the events queued since the last drain; files they touch are reported as changed."""
         self._changed.clear()
+        self.created.clear()
+        self.removed.clear()
         self._files |= self._new
         self._new.clear()
         if self._inotify is None:
@@ -135,6 +146,14 @@ class DiskWatch:
                 self._changed.add(child)
                 if mask & _ENTRY:  # another inode may now stand at that path: watch it afresh
                     self._files.discard(child)
+                    if not mask & flags.ISDIR:  # a file appeared or left: the server may need to know
+                        if mask & (flags.CREATE | flags.MOVED_TO):
+                            self.created.add(child)
+                            self.removed.discard(child)
+                        elif child in self.created:  # came and went since the last drain (a temp file)
+                            self.created.discard(child)
+                        else:
+                            self.removed.add(child)
             else:
                 self._changed.add(path)
                 if mask & _SELF:

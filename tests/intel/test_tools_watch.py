@@ -153,3 +153,25 @@ def test_an_overflowed_queue_makes_every_file_changed(tmp_path: Path, disk: Disk
     root, target, _ = _tree(tmp_path)
     _watched(disk, target, root)
     assert not disk._apply([Event(-1, flags.Q_OVERFLOW, 0, "")])
+
+
+def test_files_that_appear_or_leave_a_watched_folder_are_collected(tmp_path: Path, disk: DiskWatch) -> None:
+    """A file the agent creates next to a file a server answered about must reach that server
+    (didChangeWatchedFiles), or its imports stay unresolved (user trial: a new module's references were
+    missing until the workspace was re-activated)."""
+    root, target, _ = _tree(tmp_path)
+    _watched(disk, target, root)
+    new = target.with_name("new.py")
+    new.write_text("y = 1\n")
+    (target.parent / "sub").mkdir()  # a folder is not a file to announce
+    staged = target.with_name("saved.py.tmp")  # an editor's atomic save of a new file: tmp, then rename
+    staged.write_text("z = 1\n")
+    os.replace(staged, target.with_name("saved.py"))
+    disk.drain()
+    assert disk.created == {str(new), str(target.with_name("saved.py"))}
+    assert disk.removed == set()
+    new.unlink()
+    disk.drain()
+    assert disk.created == set() and disk.removed == {str(new)}
+    disk.drain()
+    assert disk.created == set() and disk.removed == set()

@@ -1,0 +1,82 @@
+"""Which file events a server asked to hear (``workspace/didChangeWatchedFiles`` registrations, K2.x).
+
+A server that registers for ``workspace/didChangeWatchedFiles`` names what it watches: ``watchers``, each a
+glob (``**/*.py``, ``**/*.{ts,tsx}``, or a ``RelativePattern`` with a ``baseUri``) and a ``kind`` bitmask
+(create 1, change 2, delete 4; all when absent). :func:`wanted_events` turns files that appeared or left
+(the disk watch's :attr:`~kandev_lsp.intel.watch.DiskWatch.created` / ``removed``) into the ``FileEvent``
+list the server asked for; the caller sends them. Pure: no I/O.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any, Final
+
+__all__ = ["CREATED", "DELETED", "wanted_events"]
+
+CREATED: Final = 1
+DELETED: Final = 3
+#: WatchKind bits: Create, Change, Delete.
+_KIND_CREATE: Final = 1
+_KIND_DELETE: Final = 4
+
+
+def _globs(pattern: str) -> list[str]:
+    """``**/*.{ts,js}`` as ``["**/*.ts", "**/*.js"]`` (one brace group, what servers register)."""
+    start = pattern.find("{")
+    end = pattern.find("}", start)
+    if start < 0 or end < 0:
+        return [pattern]
+    return [pattern[:start] + choice + pattern[end + 1 :] for choice in pattern[start + 1 : end].split(",")]
+
+
+def _matchers(register_options: Iterable[Any]) -> list[tuple[str, int]]:
+    """``(glob, kind)`` of every watcher in the registrations' options; malformed ones are skipped."""
+    found: list[tuple[str, int]] = []
+    for options in register_options:
+        watchers = options.get("watchers") if isinstance(options, Mapping) else None
+        for watcher in watchers if isinstance(watchers, list) else []:
+            if not isinstance(watcher, Mapping):
+                continue
+            pattern = watcher.get("globPattern")
+            if isinstance(pattern, Mapping):  # RelativePattern: the pattern below its base (a root here)
+                pattern = pattern.get("pattern")
+            kind = watcher.get("kind", _KIND_CREATE | 2 | _KIND_DELETE)
+            if isinstance(pattern, str) and pattern and isinstance(kind, int):
+                found.extend((glob, kind) for glob in _globs(pattern))
+    return found
+
+
+def _wanted(path: str, kind_bit: int, matchers: list[tuple[str, int]]) -> bool:
+    for glob, kind in matchers:
+        if not kind & kind_bit:
+            continue
+        # fnmatch's `*` also crosses `/`, so `**/*.py` and `*.py` both match any .py below the root.
+        if fnmatch.fnmatchcase(path, glob) or fnmatch.fnmatchcase(path, "*/" + glob.lstrip("*/")):
+            return True
+    return False
+
+
+def wanted_events(
+    register_options: Iterable[Any],
+    created: Iterable[str],
+    removed: Iterable[str],
+    uri_of: Callable[[str], str],
+) -> list[dict[str, Any]]:
+    """``FileEvent`` values (``{uri, type}``) for the created and removed paths the watchers cover, in a
+    stable order (paths sorted, creations first)."""
+    matchers = _matchers(register_options)
+    if not matchers:
+        return []
+    events = [
+        {"uri": uri_of(path), "type": CREATED}
+        for path in sorted(created)
+        if _wanted(path, _KIND_CREATE, matchers)
+    ]
+    events += [
+        {"uri": uri_of(path), "type": DELETED}
+        for path in sorted(removed)
+        if _wanted(path, _KIND_DELETE, matchers)
+    ]
+    return events
