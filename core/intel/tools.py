@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import stat
 import time
 from collections.abc import Awaitable, Callable
 from typing import Any, Final
@@ -635,6 +636,15 @@ class _Pulled:
         self.received_at = received_at
 
 
+def _regular_file(path: str) -> bool:
+    """A regular file itself: not a link (it may lead out of the workspace), nor a FIFO, socket or device
+    (a FIFO would fail the whole activation: the document sync refuses it)."""
+    try:
+        return stat.S_ISREG(os.lstat(path).st_mode)
+    except OSError:
+        return False
+
+
 def _source_files(root: str, pool: ServerPool, limit: int) -> list[str]:
     """Up to ``limit`` files under ``root`` some language here owns, skipping vendored and build folders."""
     found: list[str] = []
@@ -642,7 +652,7 @@ def _source_files(root: str, pool: ServerPool, limit: int) -> list[str]:
         dirs[:] = sorted(d for d in dirs if d not in _SKIP_DIRS and not d.startswith("."))
         for name in sorted(files):
             path = os.path.join(folder, name)
-            if pool.language_of(path) is not None and not os.path.islink(path):
+            if pool.language_of(path) is not None and _regular_file(path):
                 found.append(path)
                 if len(found) >= limit:
                     return found

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -125,3 +126,19 @@ def test_a_search_for_uses_says_which_project_it_covered(tmp_path: Path) -> None
     assert "other roots" not in str(monorepo["notice"])
     multi = _scoped([one, two], one, ids=["one", "two"])
     assert multi["searchedProject"] == "one" and "other roots (two)" in str(multi["notice"]), multi
+
+
+def test_workspace_activation_lists_regular_files_only(tmp_path: Path) -> None:
+    """A FIFO (or a link) with a source extension is not activated: syncing a FIFO is refused, which
+    would fail the whole code_diagnostics call (security review follow-up)."""
+    from kandev_lsp.intel.tools import _source_files
+
+    (tmp_path / "a.py").write_text("x = 1\n")
+    os.mkfifo(tmp_path / "pipe.py")
+    (tmp_path / "link.py").symlink_to(tmp_path / "a.py")
+
+    class Pool:
+        def language_of(self, path: str) -> object | None:
+            return object() if path.endswith(".py") else None
+
+    assert _source_files(str(tmp_path), Pool(), 10) == [str(tmp_path / "a.py")]  # type: ignore[arg-type]
