@@ -131,6 +131,9 @@ def summarize(tool: str, result: Mapping[str, Any]) -> str:
             return _first_line(str(notice)) if notice else f"no {noun}s"
         files = result.get("files")
         file_count = len(files) if isinstance(files, list) else 0
+        if result.get("fallback") == "definition":  # a server without declarations answered definitions
+            noun = "definition"
+            return f"{plural(total, noun)} · {plural(file_count, 'file')}{_shown(result)} (no declaration provider)"
         return f"{plural(total, noun)} · {plural(file_count, 'file')}{_shown(result)}"
     if tool == "code_hierarchy":
         noun = _HIERARCHY_NOUNS.get(str(result.get("kind")), "item")

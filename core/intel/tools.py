@@ -301,9 +301,13 @@ class LspReadTools:
             params: dict[str, Any] = {"textDocument": {"uri": resolved.uri}, "position": resolved.position}
             if args.kind == "references":
                 params["context"] = {"includeDeclaration": True}
+            asked, fallback = method, None
             if not server.offers(capability):
-                raise ProviderUnavailable(f"the {server.name} server does not offer {method}")
-            value, meta = await self._value(server, method, params, deadline, ctx)
+                if args.kind != "declaration" or not server.offers("definitionProvider"):
+                    raise ProviderUnavailable(_unsupported_navigation(server, method, args.kind))
+                # tsserver and gopls offer no declaration: their definition is where a name is declared.
+                asked, fallback = NAVIGATE_METHODS["definition"][0], "definition"
+            value, meta = await self._value(server, asked, params, deadline, ctx)
             raw = normalize_locations(value)
             texts = self._texts(server)
             lookup = server.uri_lookup(self.workspace)
@@ -338,6 +342,12 @@ class LspReadTools:
                 lookup=lookup,
             )
             out = {"kind": args.kind, "target": resolved.to_json(), **locations, "provider": meta}
+            if fallback is not None:
+                out["fallback"] = fallback
+                out["notice"] = (
+                    f"the {server.name} server does not offer {method}: these are its definitions "
+                    "(textDocument/definition), which for this language is where the name is declared"
+                )
             if args.kind in _USES:
                 self._add_scope(out, server)
             return out
@@ -360,7 +370,7 @@ class LspReadTools:
             server, resolved = await self._target(args.target, args.first_match, deadline, ctx)
             capability = "callHierarchyProvider" if calls else "typeHierarchyProvider"
             if not server.offers(capability):
-                raise ProviderUnavailable(f"the {server.name} server does not offer {prepare}")
+                raise ProviderUnavailable(_unsupported_hierarchy(server, prepare, args.kind))
             roots, meta = await self._value(
                 server,
                 prepare,
@@ -596,6 +606,50 @@ class LspReadTools:
 
 #: Kinds that search for uses of the target: their answer covers one project (see ``_add_scope``).
 _USES: Final = frozenset({"references", "implementation", "callers", "subtypes"})
+
+
+def _unsupported_navigation(server: ManagedServer, method: str, kind: str) -> str:
+    """Why ``kind`` cannot be asked of ``server``, and what to ask instead (B8.10: say what to do next)."""
+    instead = {
+        "implementation": "ask code_navigate with kind 'references' on the same target instead: the uses "
+        "of a class or interface include the declarations of its subclasses and implementations",
+        "typeDefinition": "ask code_hover on the same target for its type, then code_navigate with kind "
+        "'definition' on that type's name",
+        "declaration": "ask code_navigate with kind 'definition' instead",
+        "definition": "ask code_navigate with kind 'references' instead (the declaration is among them)",
+    }.get(kind, "")
+    return f"the {server.name} server does not offer {method}" + (f": {instead}" if instead else "")
+
+
+def _unsupported_hierarchy(server: ManagedServer, method: str, kind: str) -> str:
+    """Why ``kind`` cannot be asked of ``server``, and what works instead on the same server.
+
+    None of pyright, typescript-language-server and gopls offers type hierarchies (the MCP user trial);
+    their implementation and definition requests answer the same questions one hop at a time.
+    """
+    implementation = server.offers("implementationProvider")
+    if kind == "subtypes":
+        instead = (
+            "code_navigate with kind 'implementation' on the same target lists the classes and types "
+            "that implement or extend it"
+            if implementation
+            else "code_navigate with kind 'references' on the same target lists its uses, which include "
+            "the declarations of the classes that extend it"
+        )
+    elif kind == "supertypes":
+        instead = (
+            "for a base named in the declaration (extends, implements, a base class), code_navigate with "
+            "kind 'definition' and target {line: <the declaration's line>, matchText: <the base's name>}; "
+            "code_hover on the target shows its declaration"
+        )
+        if implementation:
+            instead += (
+                "; on a concrete type some servers (gopls) list the interfaces it implements with kind "
+                "'implementation'"
+            )
+    else:
+        instead = "code_hierarchy with kind 'callers' or 'callees' may be offered"
+    return f"the {server.name} server does not offer {method} (type hierarchy): {instead}"
 
 
 def _within(path: str, folder: str) -> bool:

@@ -159,3 +159,36 @@ def test_a_long_hover_summary_is_cut_with_an_ellipsis() -> None:
     summary = summarize("code_hover", {"ok": True, "text": text})
     assert "\n" not in summary and summary.endswith("…") and len(summary) <= 160
     assert summary.startswith("def f(parameter_0: int, parameter_1: int,")
+
+
+# -- 4. an unsupported request says what to ask instead (B8.10) --------------------------------------------
+class _Server:
+    name = "pyright-langserver"
+
+    def __init__(self, *offered: str) -> None:
+        self.offered = set(offered)
+
+    def offers(self, capability: str) -> bool:
+        return capability in self.offered
+
+
+def test_unsupported_requests_point_at_what_works() -> None:
+    from kandev_lsp.intel.tools import _unsupported_hierarchy, _unsupported_navigation
+
+    pyright: Any = _Server("definitionProvider", "referencesProvider")
+    message = _unsupported_navigation(pyright, "textDocument/implementation", "implementation")
+    assert message.startswith("the pyright-langserver server does not offer textDocument/implementation: ")
+    assert "kind 'references'" in message
+    subtypes = _unsupported_hierarchy(pyright, "textDocument/prepareTypeHierarchy", "subtypes")
+    assert "kind 'references'" in subtypes and "'implementation'" not in subtypes
+    with_implementation: Any = _Server("implementationProvider")
+    assert "kind 'implementation'" in _unsupported_hierarchy(
+        with_implementation, "textDocument/prepareTypeHierarchy", "subtypes"
+    )
+    supertypes = _unsupported_hierarchy(pyright, "textDocument/prepareTypeHierarchy", "supertypes")
+    assert "kind 'definition'" in supertypes and "matchText" in supertypes
+
+
+def test_a_declaration_answered_by_definitions_says_so_in_the_summary() -> None:
+    result = {"ok": True, "kind": "declaration", "fallback": "definition", "totalFound": 1, "files": [{}]}
+    assert summarize("code_navigate", result) == "1 definition · 1 file (no declaration provider)"

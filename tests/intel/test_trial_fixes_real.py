@@ -218,3 +218,75 @@ def test_a_multi_line_pyright_signature_is_summarised_whole(
         "(method) def contains(item: str, prereleases: bool | None = None, installed: bool | None = None)"
         " -> bool"
     ), result["summary"]
+
+
+async def _go_unsupported(folder: Path, tag: str) -> dict[str, Any]:
+    async with _go_service(folder, tag) as service:
+        call = service.dispatch
+        store = {"path": "store/store.go", "symbol": "MemStore"}
+        return {
+            "declaration": await call(
+                "code_navigate",
+                {
+                    "target": {"path": "main.go", "line": 10, "matchText": "NewMemStore"},
+                    "kind": "declaration",
+                },
+                SLOW,
+            ),
+            "supertypes": await call("code_hierarchy", {"target": store, "kind": "supertypes"}, SLOW),
+            "subtypes": await call(
+                "code_hierarchy",
+                {"target": {"path": "store/store.go", "symbol": "Store"}, "kind": "subtypes"},
+                SLOW,
+            ),
+            "implements": await call("code_navigate", {"target": store, "kind": "implementation"}, SLOW),
+        }
+
+
+@pytest.mark.skipif(not os.access("/usr/bin/gopls", os.X_OK), reason="Debian's gopls is not installed")
+def test_gopls_without_declaration_or_type_hierarchy_says_what_works(tmp_path: Path, tag: str) -> None:
+    results = asyncio.run(_go_unsupported(write(tmp_path / "go", GO_STORE), tag))
+    # Before (trial finding 4): "the gopls server does not offer textDocument/declaration", ok: false.
+    declaration = results["declaration"]
+    assert declaration["ok"] and declaration["fallback"] == "definition", declaration
+    assert (
+        declaration["kind"] == "declaration"
+        and "does not offer textDocument/declaration" in declaration["notice"]
+    )
+    assert [(g["path"], loc["line"]) for g in declaration["files"] for loc in g["locations"]] == [
+        ("store/store.go", 20)
+    ]
+    assert declaration["summary"] == "1 definition · 1 file (no declaration provider)"
+    supertypes, subtypes = results["supertypes"], results["subtypes"]
+    assert not supertypes["ok"] and supertypes["status"] == "unavailable"
+    assert "kind 'definition'" in supertypes["error"] and "'implementation'" in supertypes["error"], (
+        supertypes
+    )
+    assert not subtypes["ok"] and "code_navigate with kind 'implementation'" in subtypes["error"], subtypes
+    # What the supertypes hint promises for gopls: implementation on a concrete type gives its interfaces.
+    implements = results["implements"]
+    assert [loc["snippet"] for g in implements["files"] for loc in g["locations"]] == [
+        "type Store interface {"
+    ], implements
+
+
+async def _ts_declaration(folder: Path, real_servers: RealServers, tag: str) -> dict[str, Any]:
+    async with _service(folder, real_servers, tag) as service:
+        return await service.dispatch(
+            "code_navigate",
+            {
+                "target": {"path": "src/registry.ts", "line": 12, "matchText": "Registry"},
+                "kind": "declaration",
+            },
+            SLOW,
+        )
+
+
+def test_typescript_declaration_falls_back_to_definition(
+    tmp_path: Path, real_servers: RealServers, tag: str
+) -> None:
+    result = asyncio.run(_ts_declaration(write(tmp_path / "ts", TS_SHAPES), real_servers, tag))
+    assert result["ok"] and result["fallback"] == "definition", result
+    assert [(g["path"], loc["line"]) for g in result["files"] for loc in g["locations"]] == [
+        ("src/registry.ts", 3)
+    ]
