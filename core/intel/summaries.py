@@ -91,7 +91,18 @@ def _change_size(result: Mapping[str, Any]) -> str:
     return plural(edits, "edit") + where
 
 
+def _elsewhere(result: Mapping[str, Any]) -> str:
+    """`` · 1 error introduced elsewhere``: errors the edit caused in files it did not touch (trial A)."""
+    diagnostics = _mapping(_mapping(result.get("receipt")).get("diagnostics"))
+    errors = _mapping(_mapping(diagnostics.get("elsewhere")).get("counts")).get("errors")
+    return f" · {plural(errors, 'error')} introduced elsewhere" if isinstance(errors, int) and errors else ""
+
+
 def _mutation_summary(tool: str, result: Mapping[str, Any]) -> str:
+    return _mutation_line(tool, result) + _elsewhere(result)
+
+
+def _mutation_line(tool: str, result: Mapping[str, Any]) -> str:
     if result.get("needsApproval"):
         return f"needs approval: {_change_size(result)}"
     status = result.get("status")

@@ -45,7 +45,13 @@ from typing import TYPE_CHECKING, Any, Final
 from kandev_lsp.intel.edits.commit import CommitOutcome, FileSystem, commit, disk_text
 from kandev_lsp.intel.edits.plan import EditPlan, plan_edit
 from kandev_lsp.intel.edits.preview import approval_for, preview
-from kandev_lsp.intel.edits.receipts import SaveState, diagnostics_delta, receipt, resource_entry
+from kandev_lsp.intel.edits.receipts import (
+    SaveState,
+    diagnostics_delta,
+    elsewhere_delta,
+    receipt,
+    resource_entry,
+)
 from kandev_lsp.intel.edits.transactions import PendingMutation, TransactionError, TransactionStore
 from kandev_lsp.intel.errors import IntelError
 from kandev_lsp.intel.executor import Deadline, ProviderUnavailable
@@ -79,6 +85,10 @@ MIN_COMMAND_TIMEOUT: Final = 5.0
 MAX_OBSERVED: Final = 2000
 #: Seconds post-edit diagnostics may take at least, whatever is left of the call's deadline.
 POST_EDIT_WAIT: Final = 5.0
+#: Seconds the post-edit window may go on waiting for publications about untouched files to go quiet.
+ELSEWHERE_WAIT: Final = 2.0
+#: Untouched files whose new publications a receipt compares at most.
+MAX_ELSEWHERE_FILES: Final = 200
 #: Seconds after a command's answer during which its server's ``workspace/applyEdit`` is still its own.
 COMMAND_GRACE: Final = 0.3
 _EXECUTE: Final = "workspace/executeCommand"
@@ -386,6 +396,7 @@ class MutationCoordinator:
                 baseline = await early
         if baseline is None:
             baseline = await self._diagnostics(scope, deadline, ctx)
+        published = self._published()
         outcome = await self._commit(plan)
         if outcome.status == "conflict":
             return self._conflict(pending, list(outcome.conflicts), outcome.message)
@@ -421,6 +432,9 @@ class MutationCoordinator:
         uncompared = sorted(set(after) - set(compared))
         if uncompared:
             delta["uncompared"] = uncompared[:MAX_DIAGNOSTIC_FILES]
+        touched_all = {f.display for f in self._scope(scope, extra)} | set(after)
+        elsewhere = await self._elsewhere(published, sent_at, touched_all, report)
+        delta["elsewhere"] = elsewhere
         failed = [c for c in commands if c.get("status") != "ok"]
         timed_out = [c for c in commands if c.get("status") == "timeout"]
         result: dict[str, Any] = {
@@ -433,6 +447,9 @@ class MutationCoordinator:
         if failed:
             message = "; ".join(f"{c['command']}: {c['status']} ({c.get('error', '')})" for c in failed)
             result["notice" if result["ok"] else "error"] = f"command failed: {message}"
+        warning = _elsewhere_notice(elsewhere)
+        if warning:
+            result["notice"] = f"{result['notice']}; {warning}" if result.get("notice") else warning
         if timed_out:  # B8.8: the command may still be changing files
             result.update(
                 ok=False,
@@ -454,6 +471,61 @@ class MutationCoordinator:
             diagnostics_status=status,
         )
         return result
+
+    def _published(self) -> dict[int, dict[str, Publication]]:
+        """Every running server's published diagnostics now (id(server) -> URI -> publication): the
+        baseline of the files the edit does not touch (trial finding A)."""
+        return {
+            id(server): dict(server.client.endpoint.diagnostics.snapshot())
+            for server in self.pool.servers
+            if not server.client.closed
+        }
+
+    async def _elsewhere(
+        self,
+        before: Mapping[int, Mapping[str, Publication]],
+        since: float,
+        touched: set[str],
+        deadline: Deadline,
+    ) -> dict[str, Any]:
+        """Diagnostics the servers published during the post-edit window for files the edit did not
+        touch, against what they had published for them before (:func:`elsewhere_delta`).
+
+        A rename that misses a use (Debian gopls renames a concrete method, not the interface it
+        implements) breaks a file the edit never touched; the touched files' delta says nothing of it.
+        The window goes on (bounded by ELSEWHERE_WAIT) until publications go quiet for QUIET seconds.
+        Only push publications are seen: a server that reports only when pulled is not covered."""
+        servers = [s for s in self.pool.servers if not s.client.closed]
+        loop = asyncio.get_running_loop()
+        wait_until = time.monotonic() + min(ELSEWHERE_WAIT, max(deadline.remaining(), 0.0))
+        while time.monotonic() < wait_until:
+            latest = max(
+                (
+                    entry.received_at
+                    for server in servers
+                    for entry in server.client.endpoint.diagnostics.snapshot().values()
+                    if entry.received_at >= since
+                ),
+                default=None,
+            )
+            if latest is None or loop.time() - latest >= QUIET:
+                break
+            await asyncio.sleep(0.05)
+        earlier: dict[str, list[Any]] = {}
+        later: dict[str, list[Any]] = {}
+        for server in servers:
+            known = before.get(id(server), {})
+            for uri, entry in server.client.endpoint.diagnostics.snapshot().items():
+                if entry.received_at < since or len(later) >= MAX_ELSEWHERE_FILES:
+                    continue
+                found = self.workspace.try_uri(uri)
+                if not isinstance(found, WorkspaceFile) or found.display in touched:
+                    continue
+                later[found.display] = list(entry.diagnostics)
+                old = known.get(uri)
+                if old is not None:
+                    earlier[found.display] = list(old.diagnostics)
+        return elsewhere_delta(earlier, later)
 
     async def _revalidate(self, pending: PendingMutation) -> list[str]:
         """Display paths whose disk content or server version moved since the preview (B3.6)."""
@@ -869,6 +941,24 @@ def _unavailable(error: BaseException) -> dict[str, Any]:
         "status": "unavailable",
         "error": f"the language server connection ended during the call ({error}); ask again to restart it",
     }
+
+
+def _elsewhere_notice(elsewhere: Mapping[str, Any]) -> str:
+    """``1 error introduced elsewhere (main.go:16: missing method Put) ...``, or "" when none was."""
+    counts = elsewhere.get("counts") or {}
+    errors = counts.get("errors", 0)
+    if not errors:
+        return ""
+    first = next((e for e in elsewhere.get("introduced", ()) if e.get("severity") == "error"), None)
+    where = ""
+    if first is not None:
+        line = f":{first['line']}" if "line" in first else ""
+        where = f" ({first['path']}{line}: {first['message'][:120]})"
+    noun = "error" if errors == 1 else "errors"
+    return (
+        f"{errors} {noun} introduced elsewhere, in files the edit did not touch{where}: see "
+        "receipt.diagnostics.elsewhere and fix them (or undo the change)"
+    )
 
 
 def _freshness(after: Mapping[str, tuple[list[dict[str, Any]], str]]) -> str:

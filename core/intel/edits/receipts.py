@@ -29,6 +29,7 @@ __all__ = [
     "SaveState",
     "diagnostic_key",
     "diagnostics_delta",
+    "elsewhere_delta",
     "receipt",
     "resource_entry",
 ]
@@ -143,6 +144,45 @@ def diagnostics_delta(
         "counts": counts,
         "truncated": counts["introduced"] > len(introduced) or counts["resolved"] > len(resolved),
         "files": len(after),
+    }
+
+
+def elsewhere_delta(
+    before: Mapping[str, Sequence[Mapping[str, Any]]],
+    after: Mapping[str, Sequence[Mapping[str, Any]]],
+    *,
+    limit: int = MAX_DELTA_ENTRIES,
+) -> dict[str, Any]:
+    """Diagnostics introduced in files the edit did not touch (trial finding A, B7.3).
+
+    ``after`` holds the files a server published diagnostics for during the post-edit settle window
+    (path -> its newest publication); ``before`` what it had published for them before the edit. A
+    file with no earlier publication is compared against none (``withoutBaseline`` counts them: a
+    server that publishes only files with problems had nothing to say about it). A renamed method
+    breaks a caller the rename did not touch: the touched files' delta cannot show that, this can.
+    Coverage is what the server chose to publish: files it did not report on are not checked.
+    """
+    delta = diagnostics_delta(before, after, limit=limit)
+    introduced_keys: Counter[DiagnosticKey] = Counter()
+    for path in after:
+        old = Counter(key for key, _ in _keyed(path, before.get(path, ())))
+        for key, _item in _keyed(path, after[path]):
+            if old[key] > 0:
+                old[key] -= 1
+            else:
+                introduced_keys[key] += 1
+    errors = sum(count for key, count in introduced_keys.items() if key[3] == "error")
+    return {
+        "introduced": delta["introduced"],
+        "counts": {
+            "introduced": delta["counts"]["introduced"],
+            "errors": errors,
+            "resolved": delta["counts"]["resolved"],
+        },
+        "truncated": len(delta["introduced"]) < delta["counts"]["introduced"],
+        "files": len(after),
+        "withoutBaseline": sum(1 for path in after if path not in before),
+        "coverage": "files the server published diagnostics for after the edit; others were not checked",
     }
 
 
