@@ -87,6 +87,9 @@ class LspReadTools:
         self.disk = StampedTexts()
         #: ``documentSymbol`` answers per (server, URI), used while the server has the same document text.
         self.symbol_trees = SymbolTrees()
+        #: When each (server, URI) was first opened by a tool call (monotonic): a server ready for long
+        #: may still be loading a document (its project) it was just sent, so warm-up restarts there.
+        self.opened: dict[tuple[int, str], float] = {}
 
     # -- shared steps --------------------------------------------------------------------------------------
     async def _ask(
@@ -107,6 +110,7 @@ class LspReadTools:
                 warmup=warmup,
                 cancel=ctx.cancel,
                 label=method,
+                ready_for=self._ready_for(server, params) if warmup else None,
             )
         finally:
             server.in_flight -= 1
@@ -126,11 +130,31 @@ class LspReadTools:
             raise _failed(method, result)
         return result.value, result.meta()
 
+    def _ready_for(self, server: ManagedServer, params: Any) -> float | None:
+        """Seconds ``server`` has been ready for what ``params`` asks about: since its readiness (B8.2's
+        warm-up window, :data:`~kandev_lsp.intel.executor.WARMUP_WINDOW`), or since the document was first
+        opened there when that is later. None when the server's readiness time is not known."""
+        tracker = server.client.readiness
+        if tracker is None or tracker.ready_at is None:
+            return None
+        ready_for = max(0.0, server.client.now() - tracker.ready_at)
+        document = params.get("textDocument") if isinstance(params, dict) else None
+        uri = document.get("uri") if isinstance(document, dict) else None
+        opened = self.opened.get((id(server), uri)) if isinstance(uri, str) else None
+        if opened is not None:
+            ready_for = min(ready_for, max(0.0, time.monotonic() - opened))
+        return ready_for
+
     async def _prepare(self, file: WorkspaceFile, deadline: Deadline) -> tuple[ManagedServer, Document]:
         server = await self.pool.server_for(file, deadline)
         server.in_flight += 1
         try:
             await server.refresh()
+            if file.uri not in server.documents:
+                key = (id(server), file.uri)
+                if key not in self.opened and len(self.opened) >= _MAX_OPENED:
+                    self.opened.pop(next(iter(self.opened)))
+                self.opened[key] = time.monotonic()
             document = await server.sync(file)
             await server.wait_ready(deadline)
         finally:
@@ -603,6 +627,9 @@ class LspReadTools:
                 return
             await asyncio.sleep(0.05)
 
+
+#: Open times kept for the warm-up window (the oldest go first; they matter for seconds only).
+_MAX_OPENED: Final = 4096
 
 #: Kinds that search for uses of the target: their answer covers one project (see ``_add_scope``).
 _USES: Final = frozenset({"references", "implementation", "callers", "subtypes"})

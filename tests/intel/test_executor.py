@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 from kandev_lsp.cancel import CancelToken
 from kandev_lsp.intel.executor import (
+    WARMUP_WINDOW,
     Deadline,
     Outcome,
     ProviderUnavailable,
@@ -311,3 +312,25 @@ def test_both_paths_give_the_same_outcomes(with_token: bool) -> None:
     assert provider(RpcError(-32603, "boom")).error == "boom"
     hanging = provider(("sleep", 5))
     assert hanging.status is Outcome.TIMEOUT and "deadline" in (hanging.error or "")
+
+
+def test_a_server_ready_past_the_warm_up_window_answers_empty_at_once() -> None:
+    """MCP user trial: hover on a blank line of a long-warm tsserver took 3.8 s of warm-up retries."""
+    call, timeouts = scripted(None, ["late"])
+    result = run(run_provider(call, Deadline(5), policy=FAST, ready_for=WARMUP_WINDOW + 60))
+    assert (result.status, result.value, result.attempts, result.warmup_retries) == (Outcome.OK, None, 1, 0)
+    assert len(timeouts) == 1
+
+
+def test_a_server_just_ready_still_warms_up() -> None:
+    call, _ = scripted([], ["found"])
+    result = run(run_provider(call, Deadline(5), policy=FAST, ready_for=1.0))
+    assert (result.value, result.attempts, result.warmup_retries, result.warmed_up) == (["found"], 2, 1, True)
+
+
+def test_warm_up_stops_when_the_window_closes_during_the_call() -> None:
+    # 0.05 s of the window left: the first retry's wait (0.1 s) passes it, so no second retry.
+    call, _ = scripted([])
+    policy = RetryPolicy(warmup_delays=(0.1, 0.1, 0.1))
+    result = run(run_provider(call, Deadline(5), policy=policy, ready_for=WARMUP_WINDOW - 0.05))
+    assert (result.status, result.attempts, result.warmup_retries) == (Outcome.OK, 2, 1)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import time
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +15,7 @@ import pytest
 from intel_projects import write
 from kandev_lsp import TaskEnvironment
 from kandev_lsp.intel.dispatch import IntelContext
+from kandev_lsp.intel.executor import WARMUP_WINDOW
 from kandev_lsp.intel.service import IntelService
 from stream_testkit import TAG_VARIABLE, RealServers
 
@@ -290,3 +292,32 @@ def test_typescript_declaration_falls_back_to_definition(
     assert [(g["path"], loc["line"]) for g in result["files"] for loc in g["locations"]] == [
         ("src/registry.ts", 3)
     ]
+
+
+async def _empty_reads(folder: Path, real_servers: RealServers, tag: str) -> tuple[dict[str, Any], ...]:
+    async with _service(folder, real_servers, tag) as service:
+        call = service.dispatch
+        hover = {"target": {"path": "src/registry.ts", "line": 5}}  # a blank line
+        callers = {"target": {"path": "src/registry.ts", "symbol": "Registry.shapes"}, "kind": "callers"}
+        early = await call("code_hover", hover, SLOW)
+        tracker = service.pool.servers[0].client.readiness
+        assert tracker is not None and tracker.ready_at is not None
+        wait = WARMUP_WINDOW - (service.pool.servers[0].client.now() - tracker.ready_at) + 0.5
+        await asyncio.sleep(max(0.0, wait))
+        started = time.monotonic()
+        late = await call("code_hover", hover, SLOW)
+        late["seconds"] = time.monotonic() - started
+        return early, late, await call("code_hierarchy", callers, SLOW)
+
+
+def test_an_empty_answer_of_a_long_ready_server_is_not_retried(
+    tmp_path: Path, real_servers: RealServers, tag: str
+) -> None:
+    """Trial finding 5: a blank-line hover took 3.79 s and a property's callers 3.85 s (5 attempts) on a
+    tsserver ready for minutes: warm-up retries belong to the first seconds after readiness."""
+    early, hover, callers = asyncio.run(_empty_reads(write(tmp_path / "ts", TS_SHAPES), real_servers, tag))
+    assert not early["ok"] and not hover["ok"] and "no hover information" in hover["error"], hover
+    # Warm-up retries wait 0.25 + 0.5 + 1 + 2 s: before the fix this hover took at least 3.75 s.
+    assert hover["seconds"] < 2.5, hover
+    assert callers["ok"] and callers["totalFound"] == 0, callers
+    assert callers["provider"]["attempts"] == 1 and "warmup" not in callers["provider"], callers
