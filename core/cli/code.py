@@ -10,6 +10,7 @@ previewable edit is applied; file creations, renames, deletions and commands who
 previewed are still refused without an explicit approval, which a one-shot run cannot give (B7.4).
 
 Exit status: 0 when the result is ``ok``, 1 when the tool answered ``ok: false``, 2 usage.
+``--deadline SECONDS`` is the call's budget (default 60: a cold start).
 """
 
 from __future__ import annotations
@@ -120,6 +121,14 @@ def add_code_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentPars
     )
     parser.add_argument("tool", metavar="TOOL", help="the tool name (code_navigate) or op (navigate)")
     parser.add_argument("--json", dest="payload", metavar="JSON", default="{}", help="the tool's arguments")
+    parser.add_argument(
+        "--deadline",
+        metavar="SECONDS",
+        type=float,
+        default=COLD_DEADLINE,
+        help=f"the call's time budget, server start and readiness included (default {COLD_DEADLINE:g}: "
+        "every run is a cold start)",
+    )
     add_intel_arguments(parser)
     parser.set_defaults(handler=run_code)
 
@@ -148,6 +157,8 @@ def run_code(args: argparse.Namespace) -> int:
 
     from kandev_lsp.intel.dispatch import IntelContext
 
+    if not args.deadline > 0:
+        raise UsageError(f"--deadline {args.deadline:g}: give a number of seconds above 0")
     try:
         payload = json.loads(args.payload)
     except json.JSONDecodeError as error:
@@ -155,7 +166,7 @@ def run_code(args: argparse.Namespace) -> int:
 
     async def call() -> dict[str, Any]:
         async with open_service(args) as service:
-            ctx = IntelContext(deadline=COLD_DEADLINE, auto_approve=args.auto_approve)
+            ctx = IntelContext(deadline=args.deadline, auto_approve=args.auto_approve)
             return await service.dispatch(args.tool, payload, ctx)
 
     result = dry_run(asyncio.run(call()))

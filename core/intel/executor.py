@@ -50,6 +50,7 @@ __all__ = [
     "RetryPolicy",
     "is_empty_answer",
     "run_provider",
+    "timeout_message",
 ]
 
 T = TypeVar("T")
@@ -168,6 +169,15 @@ class ProviderResult(Generic[T]):
         return out
 
 
+def timeout_message(seconds: float) -> str:
+    """What a timed-out read tells the agent: what happened, why it may have, and what to do next."""
+    return (
+        f"no answer within the {seconds:g} s deadline: the server may be busy (indexing or loading the "
+        "project, or another long request). Ask again in a few seconds; if it keeps timing out, narrow "
+        "the request (one file, a smaller limit or depth). The deadline is kandev-lsp's --deadline"
+    )
+
+
 def is_empty_answer(value: object) -> bool:
     """``null``, ``[]``, ``{}``, ``""``: what a cold server answers before it knows the project."""
     return value is None or (isinstance(value, Sized) and len(value) == 0)
@@ -284,7 +294,7 @@ async def run_provider(
 
     def out_of_time() -> ProviderResult[T]:
         if transient is None:
-            return finish(Outcome.TIMEOUT, error=f"no answer within the {deadline.seconds:g} s deadline")
+            return finish(Outcome.TIMEOUT, error=timeout_message(deadline.seconds))
         # The budget ran out while retrying: what kept failing says more than "timeout".
         code, message = transient
         return finish(
@@ -333,7 +343,7 @@ async def run_provider(
             # The attempt was cancelled by someone else (its client closed): nothing answered.
             result = finish(Outcome.UNAVAILABLE, error="the request was cancelled before the server answered")
         elif isinstance(error, TimeoutError):
-            result = finish(Outcome.TIMEOUT, error=f"no answer within the {deadline.seconds:g} s deadline")
+            result = finish(Outcome.TIMEOUT, error=timeout_message(deadline.seconds))
         elif isinstance(error, ProviderUnavailable):
             result = finish(Outcome.UNAVAILABLE, error=error.message, detail=dict(error.detail))
         elif isinstance(error, ConnectionError | EOFError):

@@ -334,3 +334,13 @@ def test_warm_up_stops_when_the_window_closes_during_the_call() -> None:
     policy = RetryPolicy(warmup_delays=(0.1, 0.1, 0.1))
     result = run(run_provider(call, Deadline(5), policy=policy, ready_for=WARMUP_WINDOW - 0.05))
     assert (result.status, result.attempts, result.warmup_retries) == (Outcome.OK, 2, 1)
+
+
+def test_a_timeout_says_what_to_do_next() -> None:
+    """MCP user trial: "timeout: no answer within the 9 s deadline" left the agent guessing."""
+    call, _ = scripted(("sleep", 5.0))
+    result = run(run_provider(call, Deadline(0.1), policy=FAST))
+    assert result.status is Outcome.TIMEOUT
+    error = result.error or ""
+    assert error.startswith("no answer within the 0.1 s deadline: the server may be busy"), error
+    assert "Ask again" in error and "narrow the request" in error and "--deadline" in error
