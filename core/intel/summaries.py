@@ -113,7 +113,12 @@ def _mutation_line(tool: str, result: Mapping[str, Any]) -> str:
         actions = result.get("actions")
         count = len(actions) if isinstance(actions, list) else 0
         notice = result.get("notice")
-        return plural(count, "code action") if count or not notice else _first_line(str(notice))
+        if not count and notice:
+            return _first_line(str(notice))
+        disabled = sum(1 for a in actions if isinstance(a, Mapping) and a.get("disabled")) if count else 0
+        if disabled:  # "17 code actions" when 14 of them cannot run misleads (MCP user trial)
+            return f"{plural(count, 'code action')} ({count - disabled} available, {disabled} disabled)"
+        return plural(count, "code action")
     if result.get("changed") is False:
         return "no changes"
     if result.get("declined") or result.get("discarded"):

@@ -192,3 +192,16 @@ def test_unsupported_requests_point_at_what_works() -> None:
 def test_a_declaration_answered_by_definitions_says_so_in_the_summary() -> None:
     result = {"ok": True, "kind": "declaration", "fallback": "definition", "totalFound": 1, "files": [{}]}
     assert summarize("code_navigate", result) == "1 definition · 1 file (no declaration provider)"
+
+
+# -- 7. small ones ------------------------------------------------------------------------------------------
+def test_the_code_actions_summary_counts_the_disabled_apart() -> None:
+    actions: list[dict[str, Any]] = [{"title": f"fix {n}"} for n in range(3)]
+    actions += [{"title": f"move {n}", "disabled": "not available here"} for n in range(14)]
+    assert summarize("code_actions", {"ok": True, "actions": actions}) == (
+        "17 code actions (3 available, 14 disabled)"
+    )
+    assert summarize("code_actions", {"ok": True, "actions": actions[:3]}) == "3 code actions"
+    assert summarize("code_actions", {"ok": True, "actions": actions[3:4]}) == (
+        "1 code action (0 available, 1 disabled)"
+    )
