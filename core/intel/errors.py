@@ -18,6 +18,7 @@ __all__ = [
     "IntelError",
     "InvalidArguments",
     "NotWired",
+    "PathIsFolder",
     "PathNotFound",
     "PathOutsideWorkspace",
     "SymbolNotFound",
@@ -58,6 +59,10 @@ class PathOutsideWorkspace(IntelError):
 
 class PathNotFound(IntelError):
     """A workspace path that names no file in any root."""
+
+
+class PathIsFolder(IntelError):
+    """A path that names a folder where a tool needs a file (``path: "src"``)."""
 
 
 class AmbiguousPath(IntelError):

@@ -26,6 +26,7 @@ from urllib.parse import unquote, urlsplit
 from kandev_lsp.intel.errors import (
     AmbiguousPath,
     IntelError,
+    PathIsFolder,
     PathNotFound,
     PathOutsideWorkspace,
 )
@@ -211,7 +212,7 @@ class Workspace:
                 f"no file {original!r} in the workspace (looked in {found.root.id}: {found.root.path}); "
                 "check the path (code_symbols with a query finds symbols across the workspace)"
             )
-        return found
+        return _not_a_folder(found, original) if must_exist else found
 
     def _search_roots(self, relative: str, original: str, must_exist: bool) -> WorkspaceFile:
         found: dict[str, WorkspaceFile] = {}
@@ -230,7 +231,8 @@ class Workspace:
             if os.path.exists(candidate.absolute):
                 found.setdefault(candidate.absolute, candidate)
         if len(found) == 1:
-            return next(iter(found.values()))
+            only = next(iter(found.values()))
+            return _not_a_folder(only, original) if must_exist else only
         if len(found) > 1:
             candidates = [{"rootId": f.root.id, "path": f.display} for f in found.values()]
             raise AmbiguousPath(
@@ -350,3 +352,14 @@ class Workspace:
             return found
 
         return lookup
+
+
+def _not_a_folder(found: WorkspaceFile, original: str) -> WorkspaceFile:
+    """``found``, unless it is a folder: every tool path names a file (a folder answered "no language
+    server handles files like 'src'" as if the language were missing, MCP user trial)."""
+    if os.path.isdir(found.absolute):
+        raise PathIsFolder(
+            f"{original!r} is a folder; name a file in it (code_symbols with a query searches the whole "
+            "workspace, code_diagnostics without a path covers every file)"
+        )
+    return found

@@ -6,11 +6,14 @@ Each test names the trial finding it pins; the real-server counterparts are in
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 from typing import Any
 
 import pytest
-from kandev_lsp.intel.errors import AmbiguousTarget, SymbolNotFound
+from kandev_lsp import TaskEnvironment
+from kandev_lsp.intel.errors import AmbiguousTarget, PathIsFolder, SymbolNotFound
+from kandev_lsp.intel.service import IntelService
 from kandev_lsp.intel.summaries import summarize
 from kandev_lsp.intel.symbols import flatten_symbols
 from kandev_lsp.intel.targets import Target, match_symbols, plain_name, resolve_target
@@ -205,3 +208,35 @@ def test_the_code_actions_summary_counts_the_disabled_apart() -> None:
     assert summarize("code_actions", {"ok": True, "actions": actions[3:4]}) == (
         "1 code action (0 available, 1 disabled)"
     )
+
+
+def test_a_folder_path_is_an_error_naming_it(tmp_path: Path) -> None:
+    """``path: "src"`` answered ok: true with "No language server handles files like 'src'"."""
+    (tmp_path / "src").mkdir()
+    (tmp_path / "src" / "app.py").write_text("x = 1\n")
+    workspace = Workspace([tmp_path])
+    for path in ("src", "src/", str(tmp_path / "src"), "."):
+        with pytest.raises(PathIsFolder, match="is a folder; name a file"):
+            workspace.resolve(path)
+    assert workspace.resolve("src/app.py").display == "src/app.py"
+    assert workspace.resolve("src", must_exist=False).absolute == str(tmp_path / "src")
+    (tmp_path / "other").mkdir()
+    two = Workspace([tmp_path, tmp_path / "other"], ids=["one", "two"])
+    with pytest.raises(PathIsFolder):
+        two.resolve("src")  # found in one root of several
+
+
+def test_read_tools_answer_a_folder_path_with_that_error(tmp_path: Path) -> None:
+    (tmp_path / "src").mkdir()
+    env = TaskEnvironment.from_agent({"HOME": str(tmp_path / "home"), "PATH": "/nonexistent"})
+
+    async def calls() -> list[dict[str, Any]]:
+        async with IntelService.open([tmp_path], env=env) as service:
+            return [
+                await service.dispatch("code_symbols", {"path": "src"}),
+                await service.dispatch("code_hover", {"target": {"path": "src", "line": 1}}),
+                await service.dispatch("code_diagnostics", {"path": "src"}),
+            ]
+
+    for result in asyncio.run(calls()):
+        assert result["ok"] is False and "'src' is a folder; name a file" in result["error"], result
