@@ -122,6 +122,8 @@ class _CommandRun:
     server: ManagedServer
     text_edits: int = 0
     files: dict[str, WorkspaceFile] = field(default_factory=dict)
+    #: Absolute paths the server's edits changed the text of (the result's ``files`` counts them).
+    edited: set[str] = field(default_factory=set)
     resources: list[dict[str, Any]] = field(default_factory=list)
     refused: list[str] = field(default_factory=list)
     saved: SaveState = "saved"
@@ -337,6 +339,7 @@ class MutationCoordinator:
                 run.saved = "uncertain"
             return {"applied": False, "failureReason": outcome.message}
         run.text_edits += plan.text_edit_count()
+        run.edited.update(item.file.absolute for item in plan.files)
         now = asyncio.get_running_loop().time()
         for touched in plan.touched():
             run.files.setdefault(touched.absolute, touched)
@@ -441,8 +444,9 @@ class MutationCoordinator:
             **pending.result,
             "ok": bool(plan.files or plan.resources or (run is not None and run.text_edits)) or not failed,
             "applied": True,
-            "files": len(plan.files),
-            "edits": plan.text_edit_count(),
+            # What was applied, the server's own edits during a command included (trial C)
+            "files": len({item.file.absolute for item in plan.files} | (run.edited if run else set())),
+            "edits": plan.text_edit_count() + (run.text_edits if run is not None else 0),
         }
         if failed:
             message = "; ".join(f"{c['command']}: {c['status']} ({c.get('error', '')})" for c in failed)
@@ -616,9 +620,24 @@ class MutationCoordinator:
         after = await asyncio.to_thread(_folder_stamps, folders)
         events: list[tuple[WorkspaceFile, int]] = []
         changed: list[WorkspaceFile] = []
+        listed = {
+            entry.get("newPath", entry.get("path"))
+            for entry in run.resources
+            if entry.get("kind") in ("create", "rename")
+        }
         for path in sorted(set(before) | set(after)):
-            if path in run.files or before.get(path) == after.get(path):
-                continue  # unchanged, or written by the applier (already counted)
+            if path in run.files:
+                # Written by the applier (already counted), but possibly created by the server itself
+                # first: typescript-language-server writes an empty file, then edits it (trial C).
+                made = run.files[path]
+                if path not in before and path in after and made.display not in listed:
+                    run.resources.append(
+                        {"kind": "create", "path": made.display, "exact": False, "observed": True}
+                    )
+                    events.append((made, _CREATED))
+                continue
+            if before.get(path) == after.get(path):
+                continue  # unchanged
             try:
                 found: WorkspaceFile | None = self.workspace.from_absolute(path)
             except IntelError:
@@ -811,12 +830,31 @@ class MutationCoordinator:
 
     @staticmethod
     def _question(tool: str, pending: PendingMutation) -> str:
+        """What the person is asked: the tool, the code action (title and kind) and its file, the counts
+        (singular or plural), each command by title and name, and why review is needed. A command-only
+        action has nothing to preview, so its title is the only account of what it will do (trial C)."""
         plan = pending.plan
-        text = f"{tool}: apply {plan.text_edit_count()} edits in {len(plan.files)} files"
+        head = tool
+        action = pending.result.get("action")
+        if isinstance(action, Mapping) and action.get("title"):
+            head += f' "{action["title"]}"'
+            if action.get("kind"):
+                head += f" ({action['kind']})"
+        targets = sorted({f.display for f in pending.files})
+        if targets:
+            head += " on " + ", ".join(targets[:5]) + (f" and {len(targets) - 5} more" if len(targets) > 5 else "")
+        steps: list[str] = []
+        if plan.files or not pending.commands:
+            steps.append(f"apply {_plural(plan.text_edit_count(), 'edit')} in {_plural(len(plan.files), 'file')}")
         if plan.resources:
-            text += f" and {len(plan.resources)} file operations"
+            steps.append(f"{_plural(len(plan.resources), 'file operation')}")
         if pending.commands:
-            text += f", then run {len(pending.commands)} command(s)"
+            names = ", ".join(_command_label(c) for c in pending.commands)
+            verb = "then run" if steps else "run"
+            steps.append(f"{verb} {_plural(len(pending.commands), 'command')}: {names}")
+            if not plan.files and not plan.resources:
+                steps[-1] += ", with no edit to preview"
+        text = f"{head}: " + ", ".join(steps)
         if pending.reasons:
             text += " (" + "; ".join(pending.reasons) + ")"
         return text + "?"
@@ -924,6 +962,18 @@ def _folder_stamps(folders: Iterable[str], limit: int = MAX_OBSERVED) -> dict[st
                 if len(stamps) >= limit:
                     return stamps
     return stamps
+
+
+def _plural(count: int, noun: str) -> str:
+    return f"{count} {noun}" if count == 1 else f"{count} {noun}s"
+
+
+def _command_label(command: Mapping[str, Any]) -> str:
+    """``"Move to a new file" (_typescript.applyRefactoring)``: a command's title and its name."""
+    title, name = command.get("title"), command.get("command")
+    if isinstance(title, str) and title and isinstance(name, str) and name and name != title:
+        return f'"{title}" ({name})'
+    return f'"{title or name or "command"}"'
 
 
 def _command_name(command: Mapping[str, Any]) -> str:
