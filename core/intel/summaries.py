@@ -110,12 +110,13 @@ def _mutation_line(tool: str, result: Mapping[str, Any]) -> str:
         message = result.get("message") or result.get("notice") or ""
         return f"{status}: {_first_line(str(message))}" if message else status
     if tool == "code_actions" and "actions" in result and "applied" not in result:
-        actions = result.get("actions")
-        count = len(actions) if isinstance(actions, list) else 0
+        raw_actions = result.get("actions")
+        actions: list[Any] = raw_actions if isinstance(raw_actions, list) else []
+        count = len(actions)
         notice = result.get("notice")
         if not count and notice:
             return _first_line(str(notice))
-        disabled = sum(1 for a in actions if isinstance(a, Mapping) and a.get("disabled")) if count else 0
+        disabled = len([a for a in actions if isinstance(a, Mapping) and a.get("disabled")])
         if disabled:  # "17 code actions" when 14 of them cannot run misleads (MCP user trial)
             return f"{plural(count, 'code action')} ({count - disabled} available, {disabled} disabled)"
         return plural(count, "code action")
