@@ -9,8 +9,8 @@ A mutating tool without ``--auto-approve`` is a dry run: it prints the preview a
 previewable edit is applied; file creations, renames, deletions and commands whose effect cannot be
 previewed are still refused without an explicit approval, which a one-shot run cannot give (B7.4).
 
-Exit status: 0 when the result is ``ok``, 1 when the tool answered ``ok: false``, 2 usage.
-``--deadline SECONDS`` is the call's budget (default 60: a cold start).
+Exit status: 0 when the result is ``ok``, 1 when the tool answered ``ok: false``, 2 usage (an unknown
+tool name included: nothing ran; a disabled tool is the tool's refusal, 1). ``--deadline SECONDS`` is the call's budget (default 60: a cold start).
 """
 
 from __future__ import annotations
@@ -156,7 +156,10 @@ def run_code(args: argparse.Namespace) -> int:
     import asyncio
 
     from kandev_lsp.intel.dispatch import IntelContext
+    from kandev_lsp.intel.schemas import ALL_TOOLS, tool_by_name
 
+    if tool_by_name(args.tool) is None:  # a usage error (2), not a tool's answer (1): nothing ran
+        raise UsageError(f"no tool {args.tool!r}; the tools are: {', '.join(t.name for t in ALL_TOOLS)}")
     if not args.deadline > 0:
         raise UsageError(f"--deadline {args.deadline:g}: give a number of seconds above 0")
     try:

@@ -28,9 +28,8 @@ def test_usage_errors_and_failed_results(tmp_path: Path) -> None:
     missing = _run(["code", "code_symbols", "--workspace", str(tmp_path / "absent")], env)
     assert missing.returncode == 2 and "not an existing folder" in missing.stderr
     unknown = _run(["code", "code_nope", "--workspace", str(tmp_path), "--json", "{}"], env)
-    assert unknown.returncode == 1
-    result = json.loads(unknown.stdout)
-    assert result["ok"] is False and "code_navigate" in result["error"]
+    assert unknown.returncode == 2 and unknown.stdout == ""  # a usage error: nothing ran
+    assert "no tool 'code_nope'" in unknown.stderr and "code_navigate" in unknown.stderr
 
 
 @pytest.mark.real_server

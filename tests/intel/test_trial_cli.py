@@ -53,3 +53,11 @@ def test_a_deadline_that_is_no_budget_is_a_usage_error(
 ) -> None:
     assert main(["code", "code_symbols", "--deadline", value]) == 2
     assert "--deadline" in capsys.readouterr().err and recorder.contexts == []
+
+
+def test_an_unknown_tool_is_a_usage_error(recorder: _Recorder, capsys: pytest.CaptureFixture[str]) -> None:
+    """Exit 2 (usage), as the docs say, not 1 (a tool's ok: false): no tool ran (MCP user trial)."""
+    assert main(["code", "code_nope", "--json", "{}"]) == 2
+    err = capsys.readouterr().err
+    assert "no tool 'code_nope'" in err and "code_navigate" in err and recorder.contexts == []
+    assert main(["code", "navigate", "--json", "{}"]) == 0  # an op name is a tool name too
