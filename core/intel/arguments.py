@@ -383,6 +383,11 @@ def _replace_item(item: Mapping[str, Any], tool: str, where: str) -> ReplaceArgs
             problems.append(
                 f"`{where}target.column` points inside a line; a line range replaces whole lines: drop it"
             )
+        if target.match_text is not None:  # was ignored: the whole lines were replaced (MCP user trial)
+            problems.append(
+                f"`{where}target.matchText` replaces that text on the line, `{where}endLine` whole lines "
+                f"{target.line}..{end_line}: give one of them"
+            )
     elif target.symbol is None and target.column is not None and target.match_text is None:
         problems.append(
             f"`{where}target.column` alone marks a position, not text to replace: give target.matchText "

@@ -240,3 +240,18 @@ def test_read_tools_answer_a_folder_path_with_that_error(tmp_path: Path) -> None
 
     for result in asyncio.run(calls()):
         assert result["ok"] is False and "'src' is a folder; name a file" in result["error"], result
+
+
+@pytest.mark.parametrize("tool", ["code_replace", "code_replace_batch"])
+def test_replace_refuses_match_text_with_end_line(tool: str) -> None:
+    """``matchText`` with ``endLine`` silently replaced the whole lines (MCP user trial): now refused."""
+    from kandev_lsp.intel.arguments import PARSERS
+    from kandev_lsp.intel.errors import InvalidArguments
+
+    item = {"target": {"path": "a.py", "line": 3, "matchText": "x = 1"}, "text": "y = 2", "endLine": 5}
+    payload = item if tool == "code_replace" else {"edits": [item]}
+    with pytest.raises(InvalidArguments, match="matchText` replaces that text on the line") as caught:
+        PARSERS[tool](payload)
+    assert "lines 3..5: give one of them" in caught.value.message
+    del item["endLine"]
+    assert PARSERS[tool](payload) is not None  # matchText alone is fine
