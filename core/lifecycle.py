@@ -60,12 +60,22 @@ class LaunchError(KandevLspError):
     """No server could be had: :attr:`failure` says which way, the message what to do next.
 
     :attr:`resolution` is the last resolution made (None when the failure came before one).
+    :attr:`output` is the tail of the installer's output for an install failure ("" otherwise): the agent
+    tools quote it apart from the message, where an MCP client shows it (npm's error lines).
     """
 
-    def __init__(self, failure: LaunchFailure, message: str, *, resolution: Resolution | None = None):
+    def __init__(
+        self,
+        failure: LaunchFailure,
+        message: str,
+        *,
+        resolution: Resolution | None = None,
+        output: str = "",
+    ):
         super().__init__(message)
         self.failure = failure
         self.resolution = resolution
+        self.output = output
 
     @property
     def first_line(self) -> str:
@@ -200,6 +210,18 @@ class Lifecycle:
             )
         return self._installer
 
+    def install_summary(self, language: str, task: Task) -> str | None:
+        """What installing ``language`` runs, for a progress message: ``npm typescript-language-server@5.3.0
+        typescript@5.9.3`` (the installer's kind and the pinned packages), or None when no plan can be made
+        (the install itself then says why)."""
+        from kandev_lsp.install.plan import plan_install
+
+        try:
+            plan = plan_install(self.plugins.language(language), task.host, cache_root=task.env.cache_root())
+        except Exception:  # a plan that cannot be made fails the install with its own message
+            return None
+        return " ".join([plan.recipe.kind, *plan.packages])
+
     async def ensure(
         self,
         language: str,
@@ -237,7 +259,7 @@ class Lifecycle:
             raise LaunchError(LaunchFailure.NO_INSTALLER, str(exc)) from None
         except InstallError as exc:
             await observer.install_failed(language, str(exc))
-            raise LaunchError(LaunchFailure.INSTALL_FAILED, str(exc)) from None
+            raise LaunchError(LaunchFailure.INSTALL_FAILED, str(exc), output=exc.output) from None
         resolution = await self.resolve(language, task)
         if not resolution.found:
             message = (

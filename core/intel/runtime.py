@@ -22,6 +22,13 @@ its early answers are incomplete (FACTS: 161 lines in 1 file instead of 394 in 1
 
 A language whose server cannot be had raises :class:`ServerMissing` carrying an actionable notice from the
 lifecycle's :class:`~kandev_lsp.lifecycle.LaunchError` (B8.9-B8.10).
+
+Installing (``--install``): a call that finds its server still being prepared says which phase, from the
+lifecycle's observer (the stream's ``installing``/``installed`` status frames): "installing <server> (npm
+<package>@<version>) for <language>: N s so far" or "still starting", counted from when that phase began.
+A failed install is :class:`InstallFailed` (``unavailable``, never an empty answer) with the installer's
+last lines; it is remembered for :data:`INSTALL_RETRY_AFTER` seconds, during which calls answer the same
+failure instead of running the installer again, and then tried once more.
 """
 
 from __future__ import annotations
@@ -39,7 +46,12 @@ from typing import TYPE_CHECKING, Any, Final
 
 from kandev_lsp.intel.errors import IntelError
 from kandev_lsp.intel.executor import Deadline, ProviderUnavailable
-from kandev_lsp.intel.notices import missing_server_notice
+from kandev_lsp.intel.notices import (
+    install_failed_message,
+    install_output_lines,
+    launching_message,
+    missing_server_notice,
+)
 from kandev_lsp.intel.pathmemo import watched_lookup
 from kandev_lsp.intel.regular import NOT_REGULAR, NotRegularFile, read_regular
 from kandev_lsp.intel.text import MAX_TEXT_BYTES, Document
@@ -59,7 +71,15 @@ if TYPE_CHECKING:
     from kandev_lsp.process import OwnedProcess
     from kandev_lsp.taskenv import TaskEnvironment
 
-__all__ = ["DEFAULT_IDLE_TIMEOUT", "DEFAULT_MAX_SERVERS", "ManagedServer", "ServerMissing", "ServerPool"]
+__all__ = [
+    "DEFAULT_IDLE_TIMEOUT",
+    "DEFAULT_MAX_SERVERS",
+    "INSTALL_RETRY_AFTER",
+    "InstallFailed",
+    "ManagedServer",
+    "ServerMissing",
+    "ServerPool",
+]
 
 _log = logging.getLogger("kandev_lsp.intel")
 
@@ -69,6 +89,9 @@ DEFAULT_IDLE_TIMEOUT: Final = 600.0
 DEFAULT_MAX_SERVERS: Final = 8
 #: Seconds ``initialize`` may take on a cold, loaded machine.
 INITIALIZE_TIMEOUT: Final = 60.0
+#: Seconds a failed install is remembered: calls meanwhile answer the failure (with the installer's last
+#: lines) instead of starting the installer again at once; the first call after it tries once more.
+INSTALL_RETRY_AFTER: Final = 60.0
 #: Initialization options the tools need on top of the plugin's, per language: complete first answers
 #: (no syntax-only tsserver) and inlay hints (tsserver offers none unless asked for in preferences).
 TOOL_INITIALIZATION_OPTIONS: Final[Mapping[str, Mapping[str, Any]]] = {
@@ -106,6 +129,78 @@ class ServerMissing(Exception):
         super().__init__(notice)
         self.language = language
         self.notice = notice
+
+
+class InstallFailed(ProviderUnavailable):
+    """The server's install failed: ``unavailable`` with the installer's last lines (``installError``)."""
+
+
+@dataclass(slots=True)
+class _Launch:
+    """Where one server's start is: ``installing`` or ``starting``, since when (monotonic and wall)."""
+
+    installing: bool = False
+    since: float = field(default_factory=time.monotonic)
+    wall: float = field(default_factory=time.time)
+    installer: str | None = None
+
+    def enter(self, *, installing: bool) -> None:
+        self.installing = installing
+        self.since = time.monotonic()
+        self.wall = time.time()
+
+
+@dataclass(frozen=True, slots=True)
+class _FailedInstall:
+    """A failed install remembered until ``retry`` (monotonic): what the calls meanwhile answer."""
+
+    command: str
+    language: str
+    installer: str | None
+    error: str
+    lines: tuple[str, ...]
+    failed_wall: float
+    retry: float
+
+    def raised(self) -> InstallFailed:
+        now = time.monotonic()
+        wall = time.time()
+        message = install_failed_message(
+            self.command,
+            self.language,
+            installer=self.installer,
+            error=self.error,
+            lines=list(self.lines),
+            failed=self.failed_wall,
+            retry=wall + (self.retry - now),
+            now=wall,
+        )
+        return InstallFailed(
+            message,
+            installError=list(self.lines),
+            retryInSeconds=round(max(0.0, self.retry - now), 1),
+        )
+
+
+class _PhaseObserver:
+    """Hears the lifecycle's install events (as the stream's status frames do) and records the phase."""
+
+    def __init__(self, launch: _Launch, summary: Callable[[], str | None]) -> None:
+        self._launch = launch
+        self._summary = summary
+
+    async def installing(self, language: str) -> None:
+        self._launch.installer = self._summary()
+        self._launch.enter(installing=True)
+
+    def progress(self, report: Any) -> None:
+        return None
+
+    async def installed(self, language: str, receipt: Any) -> None:
+        self._launch.enter(installing=False)
+
+    async def install_failed(self, language: str, message: str) -> None:
+        return None
 
 
 @dataclass(slots=True)
@@ -488,6 +583,11 @@ class ServerPool:
         self.edit_applier: EditApplier | None = None
         self._servers: dict[tuple[str, str], ManagedServer] = {}
         self._starting: dict[tuple[str, str], asyncio.Task[ManagedServer]] = {}
+        #: The phase of each start in :attr:`_starting`.
+        self._launches: dict[tuple[str, str], _Launch] = {}
+        #: Failed installs by language, remembered for :attr:`install_retry_after` seconds.
+        self._failed_installs: dict[str, _FailedInstall] = {}
+        self.install_retry_after = INSTALL_RETRY_AFTER
         self._reaper: asyncio.Task[None] | None = None
         self._closed = False
         self._by_extension: dict[str, LanguageSpec] = {}
@@ -561,7 +661,12 @@ class ServerPool:
                 await server.stop()
         starting = self._starting.get(key)
         if starting is None:
-            starting = asyncio.ensure_future(self._start(spec, project_root))
+            failed = self._failed_installs.get(spec.id)
+            if failed is not None and time.monotonic() < failed.retry:
+                raise failed.raised()  # no installer run until the back-off ends
+            self._failed_installs.pop(spec.id, None)  # its back-off is over: one more try
+            launch = self._launches[key] = _Launch()
+            starting = asyncio.ensure_future(self._start(spec, project_root, launch))
             self._starting[key] = starting
             starting.add_done_callback(lambda task: self._started(key, task))
         if deadline is None:
@@ -570,21 +675,31 @@ class ServerPool:
             try:
                 server = await asyncio.wait_for(asyncio.shield(starting), deadline.remaining())
             except TimeoutError:
+                launch = self._launches.get(key) or _Launch()
+                elapsed = time.monotonic() - launch.since
                 raise ProviderUnavailable(
-                    f"the {spec.command} server is still starting ({deadline.elapsed():.1f} s so far); "
-                    "ask again in a few seconds",
-                    starting=True,
+                    launching_message(
+                        spec.command,
+                        spec.id,
+                        installing=launch.installing,
+                        installer=launch.installer,
+                        elapsed=elapsed,
+                        since=launch.wall,
+                    ),
+                    **({"installing": True} if launch.installing else {"starting": True}),
+                    elapsedSeconds=round(elapsed, 1),
                 ) from None
         server.last_used = time.monotonic()
         return server
 
     def _started(self, key: tuple[str, str], task: asyncio.Task[ManagedServer]) -> None:
         self._starting.pop(key, None)
+        self._launches.pop(key, None)
         if not task.cancelled():
             task.exception()  # retrieved: a caller that gave up waiting must not leave it unreported
 
-    async def _start(self, spec: LanguageSpec, project_root: str) -> ManagedServer:
-        from kandev_lsp.lifecycle import LaunchError
+    async def _start(self, spec: LanguageSpec, project_root: str, launch: _Launch) -> ManagedServer:
+        from kandev_lsp.lifecycle import LaunchError, LaunchFailure
         from kandev_lsp.lsp import (
             LspClient,
             base_client_capabilities,
@@ -602,10 +717,25 @@ class ServerPool:
         started = time.monotonic()
         try:
             resolution = await self.lifecycle.ensure(
-                spec.id, task, self.lifecycle.policy(requested=self.install)
+                spec.id,
+                task,
+                self.lifecycle.policy(requested=self.install),
+                _PhaseObserver(launch, lambda: self.lifecycle.install_summary(spec.id, task)),
             )
             process = await self.lifecycle.spawn(resolution, task)
         except LaunchError as error:
+            if error.failure is LaunchFailure.INSTALL_FAILED:
+                failed = self._failed_installs[spec.id] = _FailedInstall(
+                    spec.command,
+                    spec.id,
+                    launch.installer,
+                    error.first_line,
+                    tuple(install_output_lines(error.output)),
+                    time.time(),
+                    time.monotonic() + self.install_retry_after,
+                )
+                log_event(_log, "intel_install_failed", logging.WARNING, language=spec.id)
+                raise failed.raised() from None
             notice = (
                 missing_server_notice(error.resolution) if error.resolution is not None else None
             ) or f"No {spec.id} language server could be started: {error.first_line}"
