@@ -85,6 +85,9 @@ MIN_COMMAND_TIMEOUT: Final = 5.0
 MAX_OBSERVED: Final = 2000
 #: Seconds post-edit diagnostics may take at least, whatever is left of the call's deadline.
 POST_EDIT_WAIT: Final = 5.0
+#: Seconds without any publication from a server, after an edit, before a file whose last publication was
+#: empty (and that got no new one) counts as ``quiet`` instead of being waited for (trial finding B).
+UNCHANGED_QUIET: Final = 1.0
 #: Seconds the post-edit window may go on waiting for publications about untouched files to go quiet.
 ELSEWHERE_WAIT: Final = 2.0
 #: Untouched files whose new publications a receipt compares at most.
@@ -749,9 +752,15 @@ class MutationCoordinator:
                 and publication.received_at < since
                 and not server.offers("diagnosticProvider")
             ):
-                publication = await _newer_publication(server, file.uri, since, deadline)
+                earlier = publication
+                publication = await _newer_publication(
+                    server, file.uri, since, deadline, quiet_if_empty=not earlier.diagnostics
+                )
                 if publication is None:
                     return file.display, ([], "stale")
+                if publication is earlier:  # nothing since, and the server went quiet: see _newer_publication
+                    problems = file_problems(file, earlier.diagnostics, document, server.encoding)
+                    return file.display, (problems, "quiet")
             if publication is None:
                 return file.display, ([], "pending")
             state = "current"
@@ -924,19 +933,30 @@ class MutationCoordinator:
 
 
 async def _newer_publication(
-    server: ManagedServer, uri: str, since: float, deadline: Deadline
+    server: ManagedServer, uri: str, since: float, deadline: Deadline, *, quiet_if_empty: bool = False
 ) -> Publication | None:
-    """The first publication for ``uri`` received after ``since``, once publications went quiet."""
+    """The first publication for ``uri`` received after ``since``, once publications went quiet.
+
+    :param quiet_if_empty: the file's last publication (before ``since``) was empty. Some servers never
+        publish an empty set again: typescript-language-server skips a diagnostics kind that was empty
+        and stays empty, so an edit that leaves a clean file clean is followed by no publication at all,
+        and waiting for one took PUBLISH_WAIT (5 s) to end ``stale`` (trial finding B). Then, once
+        UNCHANGED_QUIET seconds passed since the change and since the server's last publication of any
+        file (it may be busy with other files), that earlier publication is returned: the receipt calls
+        it ``quiet`` (nothing new was said), never ``current``. A server that republishes an unchanged
+        set (gopls, pyright) answers before that.
+    """
     store = server.client.endpoint.diagnostics
     wait_until = time.monotonic() + min(PUBLISH_WAIT, deadline.remaining())
     while time.monotonic() < wait_until:
+        now = server.client.now()
         entry = store.get(uri)
-        if (
-            entry is not None
-            and entry.received_at >= since
-            and server.client.now() - entry.received_at >= QUIET
-        ):
+        if entry is not None and entry.received_at >= since and now - entry.received_at >= QUIET:
             return entry
+        if quiet_if_empty and entry is not None and entry.received_at < since and not entry.diagnostics:
+            latest = max((e.received_at for e in store.snapshot().values()), default=since)
+            if now - max(since, latest) >= UNCHANGED_QUIET:
+                return entry
         await asyncio.sleep(0.05)
     entry = store.get(uri)
     return entry if entry is not None and entry.received_at >= since else None
@@ -1015,7 +1035,7 @@ def _freshness(after: Mapping[str, tuple[list[dict[str, Any]], str]]) -> str:
     states = {state for _, state in after.values()}
     if not after:
         return "not-collected"
-    for state in ("pending", "stale"):
+    for state in ("pending", "stale", "quiet"):
         if state in states:
             return state
     return "current"

@@ -24,28 +24,7 @@ from kandev_lsp.intel.edits.transactions import PendingMutation
 from kandev_lsp.intel.service import IntelService
 from kandev_lsp.intel.workspace import Workspace
 from stream_testkit import TAG_VARIABLE, RealServers
-
-SHAPES = {
-    "tsconfig.json": '{"compilerOptions": {"target": "ES2020", "module": "commonjs", "strict": true}, '
-    '"include": ["src"]}\n',
-    "src/shape.ts": "export abstract class BaseShape {\n  constructor(public name: string) {}\n"
-    "  abstract area(): number;\n}\n",
-    "src/rect.ts": 'import { BaseShape } from "./shape";\n\n'
-    "export class Rect extends BaseShape {\n"
-    '  constructor(private w: number, private h: number) {\n    super("rect");\n  }\n'
-    "  area(): number {\n    return this.w * this.h;\n  }\n}\n\n"
-    "export class Square extends Rect {\n  constructor(side: number) {\n    super(side, side);\n"
-    '    this.name = "square";\n  }\n}\n',
-    "src/registry.ts": 'import { Rect, Square } from "./rect";\n\n'
-    "export const shapes = [new Rect(1, 2), new Square(3)];\n",
-}
-
-
-def write_shapes(folder: Path) -> None:
-    for name, text in SHAPES.items():
-        path = folder / name
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text)
+from ts_shapes import write_shapes
 
 
 def test_the_question_names_the_action_its_command_and_file_in_singular_or_plural(tmp_path: Path) -> None:
