@@ -108,6 +108,8 @@ TOOL_INITIALIZATION_OPTIONS: Final[Mapping[str, Mapping[str, Any]]] = {
     },
 }
 _WATCHED: Final = "workspace/didChangeWatchedFiles"
+#: Files that appeared since the last refresh opened at most per refresh (see ManagedServer._open_created).
+OPEN_CREATED_MAX: Final = 20
 #: Client capabilities offered with an edit applier: resource operations and file-operation notices.
 _EDIT_CAPABILITIES: Final = {
     "workspace": {
@@ -316,6 +318,8 @@ class ManagedServer:
     #: Files answers pointed at, by URI, whose path check (B8.11) was made while the disk watch was on
     #: them: trusted again, without an ``lstat``, while the watch reports no change (:meth:`uri_lookup`).
     placed: dict[str, WorkspaceFile] = field(default_factory=dict)
+    #: The workspace whose path check (B8.11) a file must pass before it is opened here.
+    workspace: Workspace | None = None
     _lock: asyncio.Lock = field(default_factory=asyncio.Lock)
 
     @property
@@ -421,8 +425,12 @@ class ManagedServer:
                 path = document.file.absolute
                 if watch.unchanged(path, document.file.root.path) or _stamp(path) == synced.stamp:
                     continue
-                if not os.path.isfile(document.file.absolute):
-                    continue  # gone, or no longer a regular file (a FIFO is never read)
+                if not os.path.lexists(path):  # deleted: the server must stop answering from its copy
+                    await self._close(uri)
+                    changed += 1
+                    continue
+                if not os.path.isfile(path):
+                    continue  # no longer a regular file (a FIFO is never read)
                 before = synced.digest
                 await self._sync(document.file)
                 changed += self.documents[uri].digest != before
@@ -448,8 +456,44 @@ class ManagedServer:
             changed += len(appeared)
             if moved:
                 await self.client.notify(_WATCHED, {"changes": moved})
+            changed += await self._open_created()
             self.checked = checked
             return changed
+
+    async def _close(self, uri: str) -> None:
+        self.seen.pop(uri, None)
+        if self.documents.pop(uri, None) is not None and self.client.endpoint.documents.close(uri):
+            await self.client.notify("textDocument/didClose", {"textDocument": {"uri": uri}})
+
+    async def _open_created(self) -> int:
+        """Open this language's files that appeared in a watched folder of the project (at most
+        :data:`OPEN_CREATED_MAX` per refresh), after the workspace's path check.
+
+        A ``didChangeWatchedFiles`` creation is not enough for the next query: pyright adds the file to its
+        program after a back-off (a references call right after it still missed the new module), and
+        typescript-language-server, which registers no watchers, notices it on its own seconds later. An
+        open document is part of the server's program at once. Past the cap (a checkout creating many
+        files) the events above and the server's own scan are left to do it.
+        """
+        if self.workspace is None or not self.disk_watch.created:
+            return 0
+        inside = self.project_root.rstrip(os.sep) + os.sep
+        opened = 0
+        for path in sorted(self.disk_watch.created):
+            if opened >= OPEN_CREATED_MAX:
+                break
+            if not path.startswith(inside) or self.plugins.language_id(self.language, path) is None:
+                continue
+            try:
+                file = self.workspace.from_absolute(path)  # a link out of the workspace is refused here
+            except IntelError:
+                continue
+            if file.uri in self.documents or not os.path.isfile(path):
+                continue
+            with contextlib.suppress(IntelError, ProviderUnavailable):  # unreadable: the events suffice
+                await self._sync(file)
+                opened += 1
+        return opened
 
     def _appeared_or_left(self) -> list[dict[str, Any]]:
         """``FileEvent`` values for files that appeared in or left a watched folder of this project since
@@ -537,11 +581,7 @@ class ManagedServer:
     async def forget(self, file: WorkspaceFile) -> None:
         """``didClose`` a document whose file was renamed away or deleted; forget it was seen."""
         async with self._lock:
-            self.seen.pop(file.uri, None)
-            if self.documents.pop(file.uri, None) is not None and self.client.endpoint.documents.close(
-                file.uri
-            ):
-                await self.client.notify("textDocument/didClose", {"textDocument": {"uri": file.uri}})
+            await self._close(file.uri)
 
     async def stop(self) -> None:
         """``shutdown``, ``exit``, then stop the process tree (K16.2)."""
@@ -793,7 +833,9 @@ class ServerPool:
         encoding = negotiated_encoding(
             capabilities.get("general", {}).get("positionEncodings"), server_caps.get("positionEncoding")
         )
-        server = ManagedServer(spec, project_root, client, process, self.plugins, encoding, server_caps)
+        server = ManagedServer(
+            spec, project_root, client, process, self.plugins, encoding, server_caps, workspace=self.workspace
+        )
         self._servers[(project_root, spec.id)] = server
         log_event(
             _log,
