@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import stat
 from collections.abc import Mapping
+from typing import Final
 
 from kandev_lsp._values import dataclass
 from kandev_lsp.executables import child_environment
@@ -90,13 +91,20 @@ def _same_file(path: str, info: os.stat_result, other: str) -> bool:
         return False
 
 
+#: Where brief runs happen: the file system's root (no project settings above it).
+NEUTRAL_FOLDER: Final = os.path.abspath(os.sep)
+
+
 def run_briefly(argv: list[str], env: Mapping[str, str], *, timeout: float) -> BriefRun:
     """Run ``argv`` (never through a shell) with no stdin, capturing a little output.
 
     ``argv[0]`` must be an absolute path that the one lookup (:func:`kandev_lsp.executables.locate`) or the
     resolver chose: a bare name would be searched on a PATH here, outside the workspace rule. The child's
     environment follows the rule of every spawn (:func:`kandev_lsp.executables.child_environment`: no empty
-    or relative PATH entry, which would search this process's working folder, often the workspace).
+    or relative PATH entry, which would search this process's working folder, often the workspace). It
+    runs in the file system's root, not in this process's working folder: toolchain proxies read their
+    settings from the folders above it (rustup's ``rust-toolchain.toml`` can name a toolchain ``path`` to
+    run, go's ``go.mod`` a ``toolchain`` to fetch), and kandev-lsp is often started in the workspace.
     """
     if not argv or not os.path.isabs(argv[0]):
         return BriefRun(
@@ -112,6 +120,7 @@ def run_briefly(argv: list[str], env: Mapping[str, str], *, timeout: float) -> B
             )[0],
             stdin=subprocess.DEVNULL,
             capture_output=True,
+            cwd=NEUTRAL_FOLDER,
             timeout=timeout,
             check=False,
         )

@@ -171,3 +171,20 @@ def test_a_brief_version_run_never_runs_a_node_planted_in_its_working_folder(
     assert trap.planted_runs() == ""
     assert outcome.ok, outcome.summary
     assert os.path.realpath(trap.node_that_ran()) == os.path.realpath(str(NODE))
+
+
+def test_a_brief_run_happens_in_the_file_systems_root_not_the_workspace(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Toolchain proxies read settings from the folders above their working folder (rustup's
+    rust-toolchain.toml may name a toolchain `path` to run from the workspace): a brief run starts in "/"."""
+    from kandev_lsp.probe import run_briefly
+
+    script = tmp_path / "where"
+    script.write_text("#!/bin/sh\npwd\n")
+    script.chmod(0o755)
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    monkeypatch.chdir(workspace)
+    outcome = run_briefly([str(script)], {"PATH": "/usr/bin:/bin"}, timeout=30)
+    assert outcome.ok and outcome.output == os.path.abspath(os.sep), outcome
