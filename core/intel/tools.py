@@ -306,7 +306,7 @@ class LspReadTools:
                 seen.add(spec.id)
                 file = self.workspace.from_absolute(path)
                 try:
-                    server = await self.pool.server_for(file)
+                    server = await self.pool.server_for(file, deadline)
                 except ServerMissing as error:
                     missing = error
                     continue
@@ -536,7 +536,7 @@ class LspReadTools:
                 for path in paths[: args.activation_limit]:
                     file = self.workspace.from_absolute(path)
                     try:
-                        server = await self.pool.server_for(file)
+                        server = await self.pool.server_for(file, deadline)
                     except ServerMissing:
                         continue
                     await server.sync(file)

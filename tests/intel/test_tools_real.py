@@ -220,6 +220,10 @@ def test_a_missing_server_gives_an_actionable_notice(tmp_path: Path, tag: str) -
 
 async def _deadline_checks(folder: Path, real_servers: RealServers, tag: str) -> None:
     async with _service([folder], real_servers, tag) as service:
+        # a workspace query starts the servers it needs within the call's deadline too
+        query = await service.dispatch("code_symbols", {"query": "greet"}, IntelContext(deadline=0.001))
+        assert not query["ok"] and query["status"] == "unavailable", query
+    async with _service([folder], real_servers, tag) as service:
         payload = {"target": {"path": "lib.py", "symbol": "greet"}, "kind": "references"}
         early = await service.dispatch("code_navigate", payload, IntelContext(deadline=0.001))
         assert not early["ok"] and early["status"] == "unavailable", early
