@@ -40,7 +40,7 @@ import os
 import sys
 from collections import deque
 from collections.abc import AsyncGenerator, Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Final, Protocol
 
 from kandev_lsp._values import dataclass
 from kandev_lsp.errors import KandevLspError
@@ -388,10 +388,21 @@ def log_event(logger: logging.Logger, event: str, level: int = logging.INFO, **f
     parts = [f"event={event}"]
     for key, value in fields.items():
         text = "" if value is None else str(value)
-        if not text or any(ch.isspace() or ch in '"=' for ch in text):
-            text = '"' + text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n") + '"'
+        if not text or not text.isprintable() or any(ch in ' "=' for ch in text):
+            text = '"' + "".join(_LOG_ESCAPES.get(ch) or _log_char(ch) for ch in text) + '"'
         parts.append(f"{key}={text}")
     logger.log(level, " ".join(parts))
+
+
+_LOG_ESCAPES: Final = {"\\": "\\\\", '"': '\\"', "\n": "\\n"}
+
+
+def _log_char(ch: str) -> str:
+    """``ch`` as written in a log value: control and other unprintable characters (``\\r``, terminal
+    escapes, U+2028) escaped, so a value can neither forge a line nor drive a terminal."""
+    if ch.isprintable():
+        return ch
+    return f"\\x{ord(ch):02x}" if ord(ch) < 0x100 else f"\\u{ord(ch):04x}"
 
 
 async def read_frames(

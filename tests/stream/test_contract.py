@@ -135,6 +135,12 @@ def test_log_event_quotes_values_and_keeps_lines_single(caplog: pytest.LogCaptur
     assert caplog.messages == [
         'event=thing plain=abc spaced="a b" quote="say \\"hi\\"" multi="one\\ntwo" empty="" number=3'
     ]
+    caplog.clear()
+    with caplog.at_level(logging.INFO, logger="kandev_lsp.test"):  # no forged line, no terminal control
+        log_event(logger, "thing", cr="a\rb", esc="\x1b[31mred", sep="x\u2028y", tab="a\tb", ok="é")
+    assert caplog.messages == [
+        'event=thing cr="a\\x0db" esc="\\x1b[31mred" sep="x\\u2028y" tab="a\\x09b" ok=é'
+    ]
 
 
 def _frames(stream: bytes, chunk: int, limits: FrameLimits | None = None) -> list[bytes]:
