@@ -19,7 +19,6 @@ import asyncio
 import contextlib
 import hashlib
 import os
-import re
 import tempfile
 import time
 import zlib
@@ -40,6 +39,7 @@ from kandev_lsp.install.digests import (
     parse_release_metadata,
     plan_digest,
 )
+from kandev_lsp.install.redaction import redact_url, scrub_urls
 from kandev_lsp.language import ReleaseAsset, ReleaseRecipe
 
 ProgressCallback = Callable[[int, int | None], None]
@@ -204,28 +204,6 @@ def _check_http_url(url: str, what: str) -> None:
         raise ValueError(f"{what} {redact_url(url)!r} must be an http:// or https:// URL")
 
 
-def redact_url(url: str) -> str:
-    """``url`` without user info, query string or fragment: safe for messages and logs."""
-    try:
-        parts = urlsplit(url)
-        host = parts.hostname or ""
-        port = parts.port
-    except ValueError:
-        return "<unparsable URL>"
-    if ":" in host:
-        host = f"[{host}]"
-    netloc = host if port is None else f"{host}:{port}"
-    return urlunsplit((parts.scheme, netloc, parts.path, "", ""))
-
-
-_URL_IN_TEXT = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://[^\s'\"<>]+")
-
-
-def _scrub(text: str) -> str:
-    """Exception text with every URL in it redacted (some httpx errors quote the URL they failed on)."""
-    return _URL_IN_TEXT.sub(lambda match: redact_url(match.group(0)), text)
-
-
 def _host_of(url: str) -> str:
     try:
         return urlsplit(url).hostname or "the server"
@@ -381,14 +359,14 @@ def _translated_errors(url: str, timeouts: DownloadTimeouts) -> Iterator[None]:
         ) from exc
     except httpx.ConnectError as exc:
         raise DownloadConnectionError(
-            f"could not connect to {host} for {shown}: {_scrub(str(exc)) or type(exc).__name__}. "
+            f"could not connect to {host} for {shown}: {scrub_urls(str(exc)) or type(exc).__name__}. "
             "Check the network connection, any proxy settings, and the mirror URL.",
             url=shown,
         ) from exc
     except (httpx.RemoteProtocolError, httpx.ReadError, httpx.WriteError) as exc:
         raise DownloadConnectionError(
             f"the connection to {host} broke while downloading {shown}: "
-            f"{_scrub(str(exc)) or type(exc).__name__}. Try again; if it keeps failing, try another mirror.",
+            f"{scrub_urls(str(exc)) or type(exc).__name__}. Try again; if it keeps failing, try another mirror.",
             url=shown,
         ) from exc
     except httpx.TooManyRedirects as exc:
@@ -397,7 +375,7 @@ def _translated_errors(url: str, timeouts: DownloadTimeouts) -> Iterator[None]:
         ) from exc
     except httpx.HTTPError as exc:
         raise DownloadError(
-            f"downloading {shown} failed: {type(exc).__name__}: {_scrub(str(exc))}", url=shown
+            f"downloading {shown} failed: {type(exc).__name__}: {scrub_urls(str(exc))}", url=shown
         ) from exc
 
 

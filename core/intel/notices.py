@@ -21,8 +21,8 @@ from __future__ import annotations
 import re
 import time
 from typing import Any, Final
-from urllib.parse import urlsplit, urlunsplit
 
+from kandev_lsp.install.redaction import scrub_urls
 from kandev_lsp.resolver import MissingReason, Resolution
 
 __all__ = [
@@ -46,20 +46,7 @@ INSTALL_OUTPUT_BYTES: Final = 2048
 #: The variables an MCP client's stdio launch passes on (the MCP SDK's default environment): nothing else
 #: reaches kandev-lsp unless the client's config names it in ``env``.
 MCP_CLIENT_VARIABLES: Final = "HOME, LOGNAME, PATH, SHELL, TERM, USER"
-_URL: Final = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://[^\s'\"<>]+")
 _SECRET_SETTING: Final = re.compile(r"(?i)(_authToken|_auth|_password|token|password)(\s*[=:]\s*)\S+")
-
-
-def _redact_url(url: str) -> str:
-    """``url`` without user info, query string or fragment (where credentials and tokens travel)."""
-    try:
-        parts = urlsplit(url)
-        host = parts.hostname or ""
-        port = parts.port
-    except ValueError:
-        return "<unparsable URL>"
-    netloc = (f"[{host}]" if ":" in host else host) + ("" if port is None else f":{port}")
-    return urlunsplit((parts.scheme, netloc, parts.path, "", ""))
 
 
 def install_output_lines(output: str) -> list[str]:
@@ -69,7 +56,7 @@ def install_output_lines(output: str) -> list[str]:
     kept: list[str] = []
     size = 0
     for line in reversed([line.rstrip() for line in output.splitlines() if line.strip()]):
-        line = _SECRET_SETTING.sub(r"\1\2<redacted>", _URL.sub(lambda m: _redact_url(m.group(0)), line))
+        line = _SECRET_SETTING.sub(r"\1\2<redacted>", scrub_urls(line))
         size += len(line.encode("utf-8")) + 1
         if len(kept) == INSTALL_OUTPUT_LINES or size > INSTALL_OUTPUT_BYTES:
             break
