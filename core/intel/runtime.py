@@ -35,7 +35,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import fnmatch
 import hashlib
 import logging
 import os
@@ -56,7 +55,7 @@ from kandev_lsp.intel.pathmemo import watched_lookup
 from kandev_lsp.intel.regular import NOT_REGULAR, NotRegularFile, read_regular
 from kandev_lsp.intel.text import MAX_TEXT_BYTES, Document
 from kandev_lsp.intel.watch import DiskWatch
-from kandev_lsp.intel.watchers import CREATED, wanted_events
+from kandev_lsp.intel.watchers import CREATED, file_operation_wanted, wanted_events
 from kandev_lsp.intel.workspace import Root, Workspace, WorkspaceFile
 from kandev_lsp.lsp.positions import PositionEncoding
 from kandev_lsp.platform import HostPlatform
@@ -260,36 +259,6 @@ def save_options(capabilities: Mapping[str, Any]) -> tuple[bool, bool]:
     if isinstance(save, Mapping):
         return True, bool(save.get("includeText"))
     return bool(save), False
-
-
-def _brace_globs(glob: str) -> list[str]:
-    """``**/*.{ts,js}`` as ``["**/*.ts", "**/*.js"]`` (one brace group level, what servers register)."""
-    start = glob.find("{")
-    end = glob.find("}", start)
-    if start < 0 or end < 0:
-        return [glob]
-    return [glob[:start] + choice + glob[end + 1 :] for choice in glob[start + 1 : end].split(",")]
-
-
-def file_operation_wanted(options: Any, path: str, is_folder: bool) -> bool:
-    """Whether ``FileOperationRegistrationOptions`` (its ``filters``) cover ``path``."""
-    filters = options.get("filters") if isinstance(options, Mapping) else None
-    if not isinstance(filters, list):
-        return False
-    for item in filters:
-        pattern = item.get("pattern") if isinstance(item, Mapping) else None
-        if not isinstance(pattern, Mapping) or item.get("scheme", "file") != "file":
-            continue
-        matches = pattern.get("matches")
-        if (matches == "file" and is_folder) or (matches == "folder" and not is_folder):
-            continue
-        folded = (pattern.get("options") or {}).get("ignoreCase") is True
-        subject = path.lower() if folded else path
-        for glob in _brace_globs(str(pattern.get("glob", ""))):
-            glob = glob.lower() if folded else glob
-            if fnmatch.fnmatchcase(subject, glob) or fnmatch.fnmatchcase(subject, "*/" + glob.lstrip("*/")):
-                return True
-    return False
 
 
 @dataclass

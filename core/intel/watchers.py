@@ -1,10 +1,13 @@
-"""Which file events a server asked to hear (``workspace/didChangeWatchedFiles`` registrations, K2.x).
+"""Which file events a server asked to hear: ``workspace/didChangeWatchedFiles`` registrations and the
+``fileOperations`` filters of ``didCreate/Rename/DeleteFiles`` (K2.x, B3.7).
 
 A server that registers for ``workspace/didChangeWatchedFiles`` names what it watches: ``watchers``, each a
 glob (``**/*.py``, ``**/*.{ts,tsx}``, or a ``RelativePattern`` with a ``baseUri``) and a ``kind`` bitmask
 (create 1, change 2, delete 4; all when absent). :func:`wanted_events` turns files that appeared or left
 (the disk watch's :attr:`~kandev_lsp.intel.watch.DiskWatch.created` / ``removed``) into the ``FileEvent``
-list the server asked for; the caller sends them. Pure: no I/O.
+list the server asked for; :func:`file_operation_wanted` says whether a file operation's filters cover a
+path. The callers send the notifications. Pure: no I/O. Globs are matched the same way for both: one
+brace group expanded, and fnmatch's ``*`` crossing ``/``, so ``**/*.py`` and ``*.py`` match any ``.py``.
 """
 
 from __future__ import annotations
@@ -13,7 +16,7 @@ import fnmatch
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Final
 
-__all__ = ["CREATED", "DELETED", "wanted_events"]
+__all__ = ["CREATED", "DELETED", "file_operation_wanted", "wanted_events"]
 
 CREATED: Final = 1
 DELETED: Final = 3
@@ -29,6 +32,33 @@ def _globs(pattern: str) -> list[str]:
     if start < 0 or end < 0:
         return [pattern]
     return [pattern[:start] + choice + pattern[end + 1 :] for choice in pattern[start + 1 : end].split(",")]
+
+
+def _glob_matches(path: str, glob: str) -> bool:
+    # fnmatch's `*` also crosses `/`, so `**/*.py` and `*.py` both match any .py below the root.
+    return fnmatch.fnmatchcase(path, glob) or fnmatch.fnmatchcase(path, "*/" + glob.lstrip("*/"))
+
+
+def file_operation_wanted(options: Any, path: str, is_folder: bool) -> bool:
+    """Whether ``FileOperationRegistrationOptions`` (its ``filters``) cover ``path``."""
+    filters = options.get("filters") if isinstance(options, Mapping) else None
+    if not isinstance(filters, list):
+        return False
+    for item in filters:
+        pattern = item.get("pattern") if isinstance(item, Mapping) else None
+        if not isinstance(pattern, Mapping) or item.get("scheme", "file") != "file":
+            continue
+        matches = pattern.get("matches")
+        if (matches == "file" and is_folder) or (matches == "folder" and not is_folder):
+            continue
+        folded = (pattern.get("options") or {}).get("ignoreCase") is True
+        subject = path.lower() if folded else path
+        if any(
+            _glob_matches(subject, glob.lower() if folded else glob)
+            for glob in _globs(str(pattern.get("glob", "")))
+        ):
+            return True
+    return False
 
 
 def _matchers(register_options: Iterable[Any]) -> list[tuple[str, int]]:
@@ -49,13 +79,7 @@ def _matchers(register_options: Iterable[Any]) -> list[tuple[str, int]]:
 
 
 def _wanted(path: str, kind_bit: int, matchers: list[tuple[str, int]]) -> bool:
-    for glob, kind in matchers:
-        if not kind & kind_bit:
-            continue
-        # fnmatch's `*` also crosses `/`, so `**/*.py` and `*.py` both match any .py below the root.
-        if fnmatch.fnmatchcase(path, glob) or fnmatch.fnmatchcase(path, "*/" + glob.lstrip("*/")):
-            return True
-    return False
+    return any(kind & kind_bit and _glob_matches(path, glob) for glob, kind in matchers)
 
 
 def wanted_events(

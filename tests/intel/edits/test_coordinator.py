@@ -19,7 +19,8 @@ from kandev_lsp.intel.edits.commit import DiskFileSystem
 from kandev_lsp.intel.edits.coordinator import MutationCoordinator, ProducedEdit
 from kandev_lsp.intel.edits.transactions import TransactionStore
 from kandev_lsp.intel.executor import Deadline
-from kandev_lsp.intel.runtime import ServerPool, file_operation_wanted, save_options
+from kandev_lsp.intel.runtime import ServerPool, save_options
+from kandev_lsp.intel.watchers import file_operation_wanted
 from kandev_lsp.intel.workspace import Workspace
 from kandev_lsp.lifecycle import Lifecycle
 from kandev_lsp.lsp.errors import RequestTimeout, ResponseError
