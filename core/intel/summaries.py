@@ -138,6 +138,10 @@ def summarize(tool: str, result: Mapping[str, Any]) -> str:
     if not result.get("ok", False):
         if result.get("ambiguous"):
             candidates = result.get("candidates") or []
+            first = candidates[0] if candidates and isinstance(candidates[0], Mapping) else {}
+            if "column" in first and "id" not in first:  # occurrences of a matchText on one line
+                where = f" on line {first['line']}" if "line" in first else ""
+                return f"ambiguous: matchText occurs {len(candidates)} times{where}, add target.column"
             return f"ambiguous: {plural(len(candidates), 'candidate')}, name one"
         return "error: " + _first_line(str(result.get("error", "failed")))
     notice = result.get("notice")

@@ -13,7 +13,10 @@ A model does not reliably know character offsets, so every position-taking tool 
    symbol's name (``selectionRange.start``). No match: :class:`SymbolNotFound` with the nearest names.
    Several: :class:`AmbiguousTarget` with candidates, unless the read opted into ``firstMatch``.
 2. ``line`` + ``matchText``: the column where the text occurs on that line. A missing anchor fails and shows
-   the line as it is now (and where else the text occurs), instead of silently moving the target.
+   the line as it is now (and where else the text occurs), instead of silently moving the target. An
+   occurrence standing as a whole word is preferred to one inside a longer name; several left (and no
+   ``column`` to choose the nearest) are ambiguous, with a candidate per occurrence, unless the read
+   opted into ``firstMatch``.
 3. ``line`` + ``column``: used as given (1-based, counted in characters).
 4. ``line`` alone: the line's first non-blank character.
 
@@ -257,8 +260,9 @@ def resolve_target(
     """Resolve ``target`` in ``document`` (whose file the caller resolved from ``target.path``).
 
     :param symbols: the flattened ``documentSymbol`` answer; needed only when ``target.symbol`` is set.
-    :param first_match: take the first of several matching symbols instead of failing as ambiguous
-        (reads only; a mutation never passes it, B4.6).
+    :param first_match: take the first of several matching symbols, or of several occurrences of
+        ``matchText`` on the line, instead of failing as ambiguous (reads only; a mutation never passes
+        it, B4.6).
     :raises SymbolNotFound | AmbiguousTarget | AnchorNotFound | TargetOutOfRange: with what to do next.
     """
     if target.symbol is not None:
@@ -267,8 +271,8 @@ def resolve_target(
     line = _checked_line(target.line, document)
     text = document.line(line)
     if target.match_text is not None:
-        index = _anchor_index(target, text, line, document)
-        confidence: Confidence = "anchor"
+        index, first_of_several = _anchor_index(target, text, line, document, first_match)
+        confidence: Confidence = "firstMatch" if first_of_several else "anchor"
         end_index = index + len(target.match_text)
     elif target.column is not None:
         if target.column - 1 > len(text):
@@ -299,19 +303,104 @@ def _shown(text: str, limit: int = 200) -> str:
     return text if len(text) <= limit else text[:limit] + "…"
 
 
-def _anchor_index(target: Target, text: str, line: int, document: Document) -> int:
+def _anchor_index(
+    target: Target, text: str, line: int, document: Document, first_match: bool
+) -> tuple[int, bool]:
+    """The code-point index of ``matchText`` on the 0-based ``line``, and whether it was the first of
+    several (``firstMatch``).
+
+    ``matchText`` is a substring (B4.7's indexOf), but an occurrence that stands as a whole word wins over
+    one inside a longer name: ``greet`` on ``greeting = greet()`` is the call, not the start of
+    ``greeting``. Only the anchor's ends that are name characters need a boundary, so ``greet(`` or
+    ``= 3`` anchor as before. With ``column``, the occurrence nearest it is taken. Several occurrences and
+    no column are ambiguous like several symbols (B §3, B4.5): :class:`AmbiguousTarget` with one candidate
+    per occurrence (its column), unless a read passed ``firstMatch``, which takes the first.
+    """
     anchor = target.match_text
     assert anchor is not None
-    occurrences = []
+    occurrences = _occurrences(text, anchor)
+    if not occurrences:
+        raise _anchor_missing(anchor, text, line, document)
+    if target.column is not None:
+        wanted = target.column - 1
+        return min(occurrences, key=lambda index: (abs(index - wanted), index)), False
+    whole = [index for index in occurrences if _stands_alone(text, anchor, index)]
+    preferred = whole or occurrences
+    if len(preferred) == 1 or first_match:
+        return preferred[0], len(preferred) > 1
+    raise _ambiguous_anchor(anchor, text, line, document, preferred, len(occurrences) - len(preferred))
+
+
+def _occurrences(text: str, anchor: str) -> list[int]:
+    """Every index where ``anchor`` starts on ``text`` (overlapping ones included: ``aa`` in ``aaa``)."""
+    found = []
     start = text.find(anchor)
     while start >= 0:
-        occurrences.append(start)
+        found.append(start)
         start = text.find(anchor, start + 1)
-    if occurrences:
-        if target.column is None:
-            return occurrences[0]
-        wanted = target.column - 1
-        return min(occurrences, key=lambda index: (abs(index - wanted), index))
+    return found
+
+
+def _name_char(char: str) -> bool:
+    """A character of a name in the supported languages (``$`` for TS/JS)."""
+    return char.isalnum() or char in "_$"
+
+
+def _stands_alone(text: str, anchor: str, index: int) -> bool:
+    """Whether ``anchor`` at ``index`` is not part of a longer name: no name character touches an end of
+    it that is itself a name character."""
+    end = index + len(anchor)
+    if _name_char(anchor[0]) and index > 0 and _name_char(text[index - 1]):
+        return False
+    return not (_name_char(anchor[-1]) and end < len(text) and _name_char(text[end]))
+
+
+#: Characters of the line shown on each side of an occurrence in an ambiguity candidate.
+_CONTEXT_CHARS: Final = 24
+
+
+def _ambiguous_anchor(
+    anchor: str, text: str, line: int, document: Document, indices: Sequence[int], inside: int
+) -> AmbiguousTarget:
+    """Several occurrences of ``anchor`` on the line: a candidate per occurrence, each with the
+    ``column`` a next call adds (B4.5's shape for positions: path, rootId, line, column, endColumn, and
+    ``context``, the occurrence in its surroundings with the match in brackets)."""
+    shown = indices[:MAX_CANDIDATES]
+    columns = ", ".join(str(index + 1) for index in shown)
+    within = f" (and {inside} inside longer names, not counted)" if inside else ""
+    more = f" (first {len(shown)} listed)" if len(indices) > len(shown) else ""
+    return AmbiguousTarget(
+        f"matchText {anchor!r} occurs {len(indices)} times on line {line + 1} of {document.file.display}"
+        f"{within}{more}, at columns {columns}: call again with the same matchText and target.column set "
+        "to one candidate's column, or a longer matchText, or pass firstMatch: true to take the first "
+        "(reads only)",
+        [_occurrence(anchor, text, line, document, index) for index in shown],
+    )
+
+
+def _occurrence(anchor: str, text: str, line: int, document: Document, index: int) -> dict[str, Any]:
+    end = index + len(anchor)
+    left, right = max(0, index - _CONTEXT_CHARS), min(len(text), end + _CONTEXT_CHARS)
+    context = (
+        ("…" if left else "")
+        + text[left:index]
+        + "["
+        + anchor
+        + "]"
+        + text[end:right]
+        + ("…" if right < len(text) else "")
+    )
+    return {
+        "path": document.file.display,
+        "rootId": document.file.root.id,
+        "line": line + 1,
+        "column": index + 1,
+        "endColumn": end + 1,
+        "context": context,
+    }
+
+
+def _anchor_missing(anchor: str, text: str, line: int, document: Document) -> AnchorNotFound:
     elsewhere = [n + 1 for n in range(document.line_count) if anchor in document.line(n)][:5]
     hint = (
         f"; it occurs on line{'s' if len(elsewhere) > 1 else ''} {', '.join(map(str, elsewhere))}"
@@ -325,7 +414,7 @@ def _anchor_index(target: Target, text: str, line: int, document: Document) -> i
         _shown(text),
     )
     error.fields["foundOnLines"] = elsewhere
-    raise error
+    return error
 
 
 def _resolve_symbol(

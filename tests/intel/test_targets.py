@@ -340,3 +340,76 @@ def test_enclosing_symbol_is_the_innermost() -> None:
     holder = enclosing_symbol(entries, 5)
     assert isinstance(holder, SymbolEntry) and holder.qualified_name == "ChatProvider.send"
     assert enclosing_symbol(entries, 1) is None
+
+
+#: A line where an anchor occurs several times, as a whole word and inside a longer name.
+REPEATED = """\
+def greet(name): return name
+greeting = greet("a") + greet("b")
+label = greeting if greet else None
+"""
+
+
+@pytest.fixture
+def repeated(tmp_path: Path) -> Document:
+    (tmp_path / "greet.py").write_text(REPEATED)
+    return Document(Workspace([tmp_path]).resolve("greet.py"), REPEATED, version=3)
+
+
+def _anchor(document: Document, first_match: bool = False, **target: Any) -> Any:
+    parsed = Target.from_json({"path": "greet.py", **target})
+    return resolve_target(parsed, document, None, UTF16, first_match=first_match)
+
+
+def test_a_repeated_anchor_is_ambiguous_with_a_candidate_per_occurrence(repeated: Document) -> None:
+    # It took the first occurrence silently: "greet" at column 1, inside "greeting".
+    with pytest.raises(AmbiguousTarget) as caught:
+        _anchor(repeated, line=2, matchText="greet")
+    result = caught.value.to_result()
+    assert result["ok"] is False and result["ambiguous"] is True
+    assert [(c["line"], c["column"], c["endColumn"]) for c in result["candidates"]] == [
+        (2, 12, 17),
+        (2, 25, 30),
+    ]
+    assert result["candidates"][0]["context"] == 'greeting = [greet]("a") + greet("b")'
+    assert result["candidates"][0]["path"] == "greet.py" and "rootId" in result["candidates"][0]
+    assert "occurs 2 times on line 2" in result["error"] and "inside longer names" in result["error"]
+    assert "target.column" in result["error"] and "firstMatch" in result["error"]
+
+
+def test_a_candidate_column_resolves_the_ambiguity(repeated: Document) -> None:
+    with pytest.raises(AmbiguousTarget) as caught:
+        _anchor(repeated, line=2, matchText="greet")
+    second = caught.value.to_result()["candidates"][1]
+    resolved = _anchor(repeated, line=2, matchText="greet", column=second["column"])
+    assert (resolved.column, resolved.end_column, resolved.confidence) == (25, 30, "anchor")
+
+
+def test_first_match_takes_the_first_occurrence(repeated: Document) -> None:
+    resolved = _anchor(repeated, first_match=True, line=2, matchText="greet")
+    assert (resolved.column, resolved.confidence) == (12, "firstMatch")
+    assert resolved.position == {"line": 1, "character": 11}
+
+
+@pytest.mark.parametrize(
+    ("line", "match_text", "column"),
+    [
+        (3, "greet", 21),  # "greeting" comes first on the line; the whole word wins
+        (1, "greet", 5),
+        (3, "greeting", 9),
+        (1, "name)", 11),  # ")" is not a name character: only the start needs a boundary
+    ],
+)
+def test_a_whole_word_occurrence_wins_over_one_inside_a_longer_name(
+    repeated: Document, line: int, match_text: str, column: int
+) -> None:
+    resolved = _anchor(repeated, line=line, matchText=match_text)
+    assert (resolved.column, resolved.confidence) == (column, "anchor")
+
+
+def test_occurrences_inside_names_count_when_none_stands_alone(repeated: Document) -> None:
+    # "gree" is never a whole word: all three occurrences are candidates.
+    with pytest.raises(AmbiguousTarget) as caught:
+        _anchor(repeated, line=2, matchText="gree")
+    assert [c["column"] for c in caught.value.to_result()["candidates"]] == [1, 12, 25]
+    assert _anchor(repeated, line=2, matchText="greeti").column == 1  # a unique substring
