@@ -7,8 +7,8 @@ means something with ``activateWorkspace``) are checked here, with the same kind
 The mutating tools' rules (B6.16-B6.29): no ``firstMatch`` anywhere (B4.6, :func:`refuse_first_match`,
 checked before the schema so the model learns *why*), ``code_replace``'s ``endLine`` makes a line range
 from ``target.line`` (never with a symbol, never before the start, B6.27), a batch's targets each follow
-the same rules, and ``{transactionId, approve}`` is the second step of a parked change
-(:func:`approval_request`).
+the same rules, ``code_rename``'s ``newName`` must be a possible name (:mod:`~kandev_lsp.intel.names`),
+and ``{transactionId, approve}`` is the second step of a parked change (:func:`approval_request`).
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import Any, Final, Literal
 
 from kandev_lsp.intel.errors import InvalidArguments
+from kandev_lsp.intel.names import new_name_problems
 from kandev_lsp.intel.output import DEFAULT_LIMIT
 from kandev_lsp.intel.targets import Target
 
@@ -331,9 +332,7 @@ def _inlay_hints(payload: Mapping[str, Any]) -> InlayHintsArgs:
 
 def _rename(payload: Mapping[str, Any]) -> RenameArgs:
     new_name = str(payload["newName"])
-    problems = []
-    if new_name != new_name.strip() or any(char in new_name for char in "\r\n"):
-        problems.append(f"`newName` {new_name!r} has surrounding blanks or a line break: send the bare name")
+    problems = new_name_problems(new_name)  # before any server sees it (names.py says what and why)
     if problems:
         raise InvalidArguments("code_rename", problems)
     return RenameArgs(Target.from_json(payload["target"], tool="code_rename"), new_name)

@@ -95,9 +95,9 @@ class ReadTools(Protocol):
 
 
 def _rejected_receipt() -> dict[str, Any]:
-    from kandev_lsp.intel.edits.receipts import receipt
+    from kandev_lsp.intel.rejections import rejected_receipt
 
-    return receipt(outcome="rejected")
+    return rejected_receipt()
 
 
 class MutationTools(Protocol):

@@ -20,7 +20,9 @@ receipt. The producers:
   (B6.28); a batch resolves every target before anything else and refuses overlaps (B6.29).
 
 Targets are resolved by the read tools' resolver (never with ``firstMatch``, B4.6): an ambiguous symbol
-answers with candidates, and nothing is changed.
+(or a ``matchText`` found more than once on its line) answers with candidates, and nothing is changed. A
+call refused before anything was planned answers with the small rejected receipt of
+:mod:`~kandev_lsp.intel.rejections` (B7.5), not a receipt of zeros.
 """
 
 from __future__ import annotations
@@ -49,7 +51,6 @@ from kandev_lsp.intel.arguments import (
 )
 from kandev_lsp.intel.dispatch import IntelContext
 from kandev_lsp.intel.edits.coordinator import MutationCoordinator, ProducedEdit
-from kandev_lsp.intel.edits.receipts import receipt
 from kandev_lsp.intel.errors import IntelError, TargetOutOfRange
 from kandev_lsp.intel.executor import Deadline, Outcome, ProviderResult, ProviderUnavailable
 from kandev_lsp.intel.placement import (
@@ -60,6 +61,7 @@ from kandev_lsp.intel.placement import (
     insert_at,
     replace_range,
 )
+from kandev_lsp.intel.rejections import compact_rejection, rejected_receipt
 from kandev_lsp.intel.runtime import ManagedServer
 from kandev_lsp.intel.text import Document
 from kandev_lsp.intel.tools import ProviderFailed
@@ -139,12 +141,13 @@ class MutatingTools:
         produce: _Producer,
         ctx: IntelContext,
     ) -> dict[str, Any]:
-        """Resolve the target files (B8.11), then hand the producer to the coordinator."""
+        """Resolve the target files (B8.11), then hand the producer to the coordinator. A refusal before
+        anything was planned carries the small rejected receipt (:mod:`~kandev_lsp.intel.rejections`)."""
         try:
             files = list({f.absolute: f for f in (self.workspace.resolve(p, r) for p, r in paths)}.values())
         except IntelError as error:
-            return {**error.to_result(), "status": "rejected", "receipt": receipt(outcome="rejected")}
-        return await self.coordinator.mutate(tool, files, produce, ctx)
+            return {**error.to_result(), "status": "rejected", "receipt": rejected_receipt()}
+        return compact_rejection(await self.coordinator.mutate(tool, files, produce, ctx))
 
     async def _ask(
         self,
@@ -457,6 +460,6 @@ class MutatingTools:
                 "error": f"transaction {transaction_id!r} is a pending {pending.tool} change, not a {tool} "
                 f"one: call {pending.tool} with it (it is still pending)",
                 "transactionId": transaction_id,
-                "receipt": receipt(outcome="rejected"),
+                "receipt": rejected_receipt(),
             }
-        return await self.coordinator.approve(transaction_id, approve, ctx)
+        return compact_rejection(await self.coordinator.approve(transaction_id, approve, ctx))
