@@ -13,32 +13,33 @@ replaced, created, renamed or deleted is put back (``"failed"``: every file as i
 When putting back fails too, the result is ``"uncertain"`` and the message lists what is known of each
 path (B3.7: a persistence failure is never reported as success or as a clean failure).
 
-All disk access goes through the small :class:`FileSystem` protocol; :class:`DiskFileSystem` is the real
+The recheck alone leaves a window: a folder swapped for a symbolic link after it would lead a write by
+path out of the workspace. So the real disk (:class:`~kandev_lsp.intel.edits.disk.DiskFileSystem`,
+anchored at the plan's roots) reaches every path it changes from the root's folder descriptor without
+following links (:mod:`~kandev_lsp.intel.edits.anchored`); a link found on the way fails the step and the
+journal puts everything back.
+
+All disk access goes through the small :class:`FileSystem` protocol; ``DiskFileSystem`` is the real
 disk, and tests inject one that fails on the Nth write, move or restore.
 """
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import os
 import posixpath
-import secrets
-import shutil
-import stat
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Final, Literal, Protocol
+from typing import Literal, Protocol
 
+from kandev_lsp.intel.edits.anchored import RefusedPath
+from kandev_lsp.intel.edits.disk import DiskFileSystem
 from kandev_lsp.intel.edits.plan import EditPlan, FileEdit, PathKind, ResourceOp, text_digest
 from kandev_lsp.intel.errors import EditRejected
 from kandev_lsp.intel.regular import read_regular
 from kandev_lsp.intel.workspace import WorkspaceFile
 
 __all__ = ["CommitOutcome", "DiskFileSystem", "FileSystem", "commit", "disk_text"]
-
-#: Marks the applier's temporary and kept files, so a person finding a leftover knows what it is.
-_MARK: Final = "kandev-edit"
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,7 +59,11 @@ class FileSystem(Protocol):
     """The disk operations a commit needs; every path is absolute."""
 
     def kind(self, path: str) -> PathKind:
-        """What is at ``path``, not following a final symbolic link."""
+        """What is at ``path``, not following a final symbolic link.
+
+        :raises OSError: the path cannot be reached safely (the real disk raises
+            :class:`~kandev_lsp.intel.edits.anchored.RefusedPath` for a link on the way or at the end).
+        """
         ...
 
     def real_path(self, path: str) -> str:
@@ -112,101 +117,6 @@ class FileSystem(Protocol):
     def sync_folder(self, path: str) -> None:
         """Flush a folder's entries to disk (best effort: not every platform can)."""
         ...
-
-
-def _side_name(path: str, suffix: str) -> str:
-    folder, name = os.path.split(path)
-    return os.path.join(folder, f".{name}.{secrets.token_hex(4)}.{_MARK}-{suffix}")
-
-
-class DiskFileSystem:
-    """The real disk."""
-
-    def kind(self, path: str) -> PathKind:
-        try:
-            info = os.lstat(path)
-        except OSError:
-            return "missing"
-        return "directory" if stat.S_ISDIR(info.st_mode) else "file"
-
-    def real_path(self, path: str) -> str:
-        return os.path.realpath(path)
-
-    def read_bytes(self, path: str) -> bytes | None:
-        try:
-            return read_regular(path).data  # a FIFO or device: None at once, never waited on
-        except OSError:
-            return None
-
-    def mode(self, path: str) -> int | None:
-        try:
-            return stat.S_IMODE(os.stat(path).st_mode)
-        except OSError:
-            return None
-
-    def write_temp(self, path: str, data: bytes, mode: int | None) -> str:
-        temp = _side_name(path, "new")
-        flags = (
-            os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_BINARY", 0)
-        )
-        descriptor = os.open(temp, flags, 0o666)
-        try:
-            with os.fdopen(descriptor, "wb") as handle:
-                handle.write(data)
-                handle.flush()
-                if mode is not None:
-                    os.chmod(temp, mode)
-                os.fsync(handle.fileno())
-        except BaseException:
-            with contextlib.suppress(OSError):
-                os.unlink(temp)
-            raise
-        return temp
-
-    def replace(self, source: str, target: str) -> None:
-        os.replace(source, target)
-
-    def keep(self, path: str) -> str:
-        kept = _side_name(path, "orig")
-        try:
-            os.link(path, kept, follow_symlinks=False)
-        except OSError:  # no hard links here (some file systems, another device): a copy keeps the bytes
-            try:
-                shutil.copy2(path, kept, follow_symlinks=False)
-            except BaseException:
-                with contextlib.suppress(OSError):
-                    os.unlink(kept)  # a half-made copy is nobody's file
-                raise
-        return kept
-
-    def aside_name(self, path: str) -> str:
-        return _side_name(path, "deleted")
-
-    def remove(self, path: str) -> None:
-        os.unlink(path)
-
-    def remove_tree(self, path: str) -> None:
-        shutil.rmtree(path)
-
-    def make_folder(self, path: str) -> None:
-        os.mkdir(path)
-
-    def remove_folder(self, path: str) -> None:
-        os.rmdir(path)
-
-    def folder_empty(self, path: str) -> bool:
-        with os.scandir(path) as entries:
-            return next(entries, None) is None
-
-    def sync_folder(self, path: str) -> None:
-        if not hasattr(os, "O_DIRECTORY"):
-            return
-        with contextlib.suppress(OSError):
-            descriptor = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
-            try:
-                os.fsync(descriptor)
-            finally:
-                os.close(descriptor)
 
 
 def disk_text(file: WorkspaceFile) -> str:
@@ -282,7 +192,11 @@ def _precheck(plan: EditPlan, fs: FileSystem, display: Callable[[str], str]) -> 
             if file.absolute in seen:
                 continue  # an earlier operation of this edit changes it: that one was checked
             seen.add(file.absolute)
-            actual = fs.kind(file.absolute)
+            try:
+                actual = fs.kind(file.absolute)
+            except RefusedPath as refused:
+                problems.append((file.display, f"{display(refused.filename)} {refused.strerror}"))
+                continue
             if exists and actual == "missing":
                 problems.append((file.display, "it is gone (it existed when the edit was planned)"))
             elif not exists and actual != "missing":
@@ -482,18 +396,25 @@ class _Transaction:
         return failures, changed, leftovers
 
 
-def _step_of(error: BaseException) -> str:
+def _step_of(error: BaseException, display: Callable[[str], str]) -> str:
     if isinstance(error, _Refused):
         return str(error)
+    if isinstance(error, RefusedPath):
+        return f"{display(error.filename)} {error.strerror}"
     if isinstance(error, OSError):
         where = f" ({error.filename})" if error.filename else ""
         return f"{error.strerror or error}{where}"
     return str(error)
 
 
+def _roots(plan: EditPlan) -> list[str]:
+    """The roots holding the plan's paths: where the real disk anchors every change."""
+    return sorted({file.root.path for file in plan.touched()})
+
+
 def commit(plan: EditPlan, *, fs: FileSystem | None = None) -> CommitOutcome:
     """Write ``plan`` all or nothing (see the module docstring); never raises for a disk failure."""
-    disk: FileSystem = fs if fs is not None else DiskFileSystem()
+    disk: FileSystem = fs if fs is not None else DiskFileSystem(_roots(plan))
     display = _Displays(plan)
     if plan.empty:
         return CommitOutcome("applied", (), "the edit changes nothing; nothing was written")
@@ -519,7 +440,7 @@ def commit(plan: EditPlan, *, fs: FileSystem | None = None) -> CommitOutcome:
             transaction.install(file_edit, temp)
     except (OSError, ValueError, _Refused) as error:  # ValueError: text that cannot be UTF-8 encoded
         failures, changed, leftovers = transaction.roll_back()
-        cause = _step_of(error)
+        cause = _step_of(error, display)
         if failures:
             return CommitOutcome(
                 "uncertain",

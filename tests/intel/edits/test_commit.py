@@ -30,6 +30,7 @@ class FailingDisk(DiskFileSystem):
     chosen files (a restore is a move of a kept original)."""
 
     def __init__(self, *, fail_install: int | None = None, fail_restore: tuple[str, ...] = ()) -> None:
+        super().__init__()
         self.fail_install = fail_install
         self.fail_restore = fail_restore
         self.installs = 0
@@ -60,6 +61,7 @@ class FailingTempWrite(DiskFileSystem):
     """The real disk, the Nth temporary file failing to be written (a full disk)."""
 
     def __init__(self, nth: int) -> None:
+        super().__init__()
         self.nth = nth
         self.writes = 0
 
