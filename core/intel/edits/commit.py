@@ -371,7 +371,11 @@ class _Transaction:
                 else:
                     fs.remove_folder(step.path)
             except OSError as error:
-                reason = error.strerror or str(error)
+                reason = (
+                    f"{self.display(error.filename)} {error.strerror}"
+                    if isinstance(error, RefusedPath)
+                    else error.strerror or str(error)
+                )
                 if step.action != "remove_folder":
                     changed.append(shown)
                 if step.action == "put_back":

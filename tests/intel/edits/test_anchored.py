@@ -308,3 +308,35 @@ def test_writes_creates_renames_and_deletes_still_work(
         "src": None,
         "src/moved.py": b"z = 1\n",
     }
+
+
+def test_a_restore_through_a_swapped_folder_is_refused_and_uncertain(
+    ws: Workspace, root: Path, outside: Path
+) -> None:
+    # Written in order: pkg/m.py, then src/a.py. While src/a.py is moved into place, pkg is swapped for
+    # a link and the move fails: putting pkg/m.py back would go through the link, so it is refused.
+    plan = _plan(
+        ws,
+        {
+            "changes": {
+                (root / "pkg" / "m.py").as_uri(): [_edit(0, 0, 0, 1, "M")],
+                (root / "src" / "a.py").as_uri(): [_edit(0, 0, 0, 1, "A")],
+            }
+        },
+    )
+
+    def swap_then_fail() -> None:
+        _swap(root / "pkg", outside)
+        raise OSError(errno.EIO, "injected write failure")
+
+    before = _tree(outside)
+    disk = SwappingDisk([str(root)], "replace", root / "src", swap_then_fail)
+    outcome = commit(plan, fs=disk)
+    assert outcome.status == "uncertain", outcome.message
+    assert "pkg/m.py may hold the new content" in outcome.message
+    assert "(pkg is a symbolic link: the applier never follows one" in outcome.message
+    assert outcome.written == ("pkg/m.py",) and "git status" in outcome.message
+    assert _tree(outside) == before
+    assert (root / "src" / "a.py").read_text() == "a = 1\n"
+    moved = root.parent / "moved-pkg"
+    assert (moved / "m.py").read_text() == "M = 0\n"  # the new text, where the outcome says it may be
