@@ -80,8 +80,8 @@ _LIMIT: Final = {
 _FIRST_MATCH: Final = {
     "type": "boolean",
     "default": False,
-    "description": "When several symbols match target.symbol, use the first instead of returning the "
-    "candidates.",
+    "description": "When several symbols match target.symbol (or target.matchText occurs several times "
+    "on its line), use the first instead of returning the candidates.",
 }
 
 TARGET: Final = {

@@ -198,6 +198,9 @@ async def _python_session(folder: Path, real_servers: RealServers, tag: str) -> 
         out["rename_ambiguous"] = await call("code_rename", {"target": anchor, "newName": "salute"}, APPLY)
         symbol = {"path": "greet.py", "symbol": "greet"}
         out["bad_name"] = await call("code_rename", {"target": symbol, "newName": "1bad name"}, APPLY)
+        out["unknown_transaction"] = await call(
+            "code_rename", {"transactionId": "t" * 32, "approve": True}, APPLY
+        )
         out["text_after_refusals"] = (folder / "greet.py").read_text()
         out["unicode"] = await call("code_rename", {"target": symbol, "newName": "grüße"}, APPLY)
     return out
@@ -234,6 +237,10 @@ def test_repeated_anchor_bad_name_and_small_receipts_on_pyright(
     assert bad["ok"] is False and "starts with a digit" in bad["error"], bad
     assert bad["receipt"] == SMALL_RECEIPT
     assert out["text_after_refusals"] == before
+
+    # 3: the second step of a transaction that does not exist: refused by the coordinator, small receipt.
+    unknown = out["unknown_transaction"]
+    assert unknown["ok"] is False and unknown["receipt"] == SMALL_RECEIPT, unknown
 
     # 2: a unicode identifier is a name: renamed everywhere.
     renamed = out["unicode"]
