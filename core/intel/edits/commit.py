@@ -28,7 +28,7 @@ from __future__ import annotations
 import hashlib
 import os
 import posixpath
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Literal, Protocol
 
@@ -411,14 +411,20 @@ def _step_of(error: BaseException, display: Callable[[str], str]) -> str:
     return str(error)
 
 
-def _roots(plan: EditPlan) -> list[str]:
-    """The roots holding the plan's paths: where the real disk anchors every change."""
-    return sorted({file.root.path for file in plan.touched()})
+def _roots(plan: EditPlan, roots: Iterable[str]) -> list[str]:
+    """Where the real disk anchors every change: the workspace's roots and those holding the plan's paths."""
+    return sorted({*roots, *(file.root.path for file in plan.touched())})
 
 
-def commit(plan: EditPlan, *, fs: FileSystem | None = None) -> CommitOutcome:
-    """Write ``plan`` all or nothing (see the module docstring); never raises for a disk failure."""
-    disk: FileSystem = fs if fs is not None else DiskFileSystem(_roots(plan))
+def commit(plan: EditPlan, *, fs: FileSystem | None = None, roots: Iterable[str] = ()) -> CommitOutcome:
+    """Write ``plan`` all or nothing (see the module docstring); never raises for a disk failure.
+
+    :param fs: the disk (tests inject faults); by default the real disk, anchored at ``roots``.
+    :param roots: every root of the workspace (real paths). With nested roots a plan may touch only the
+        inner one; the real disk still walks from the outer one, so a folder of the outer root on the way
+        to the inner one is never followed if it became a link (the plan's own roots are always added).
+    """
+    disk: FileSystem = fs if fs is not None else DiskFileSystem(_roots(plan, roots))
     display = _Displays(plan)
     if plan.empty:
         return CommitOutcome("applied", (), "the edit changes nothing; nothing was written")

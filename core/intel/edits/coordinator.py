@@ -361,7 +361,8 @@ class MutationCoordinator:
     async def _commit(self, plan: EditPlan) -> CommitOutcome:
         """The atomic commit, in a thread; a cancelled call still waits for it to end before the lock is
         released (the thread cannot be stopped halfway, and the next mutation must find the files whole)."""
-        writing = asyncio.ensure_future(asyncio.to_thread(commit, plan, fs=self._fs))
+        roots = [root.path for root in self.workspace.roots]  # the real disk anchors at them (B8.11)
+        writing = asyncio.ensure_future(asyncio.to_thread(commit, plan, fs=self._fs, roots=roots))
         cancelled = False
         while True:
             try:

@@ -157,8 +157,6 @@ class DiskFileSystem:
                     dst_dir_fd=place.folder,
                     follow_symlinks=False,
                 )
-            except RefusedPath:
-                raise
             except OSError:  # no hard links here (some file systems, another device): a copy keeps the bytes
                 try:
                     if place.folder is None:

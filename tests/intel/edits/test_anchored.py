@@ -10,6 +10,7 @@ back and the outside folder is untouched.
 from __future__ import annotations
 
 import errno
+import importlib
 import os
 from collections.abc import Callable
 from pathlib import Path
@@ -22,6 +23,9 @@ from kandev_lsp.intel.edits.commit import DiskFileSystem, commit, disk_text
 from kandev_lsp.intel.edits.plan import EditPlan, plan_edit
 from kandev_lsp.intel.workspace import Workspace
 from kandev_lsp.lsp.positions import PositionEncoding
+
+#: The module (the package exports its ``commit`` function under the same name).
+commit_module = importlib.import_module("kandev_lsp.intel.edits.commit")
 
 
 def _edit(sl: int, sc: int, el: int, ec: int, text: str) -> dict[str, Any]:
@@ -340,3 +344,28 @@ def test_a_restore_through_a_swapped_folder_is_refused_and_uncertain(
     assert (root / "src" / "a.py").read_text() == "a = 1\n"
     moved = root.parent / "moved-pkg"
     assert (moved / "m.py").read_text() == "M = 0\n"  # the new text, where the outcome says it may be
+
+
+def test_nested_roots_are_walked_from_the_outer_one(
+    tmp_path: Path, outside: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    outer = tmp_path / "ws"
+    inner = outer / "sub" / "inner"
+    inner.mkdir(parents=True)
+    (inner / "a.py").write_text("a = 1\n")
+    (outside / "inner").mkdir()
+    (outside / "inner" / "a.py").write_text("a = 1\n")
+    plan = _plan(
+        Workspace([outer, inner]), {"changes": {(inner / "a.py").as_uri(): [_edit(0, 0, 0, 1, "X")]}}
+    )
+    assert {file.root.path for file in plan.touched()} == {str(inner)}  # the plan knows the inner root only
+
+    class Swapping(SwappingDisk):
+        def __init__(self, roots: list[str]) -> None:
+            super().__init__(roots, "write_temp", inner, lambda: _swap(outer / "sub", outside))
+
+    monkeypatch.setattr(commit_module, "DiskFileSystem", Swapping)  # the disk commit() makes itself
+    before = _tree(outside)
+    outcome = commit(plan, roots=[str(outer), str(inner)])
+    assert outcome.status == "failed" and "sub is a symbolic link" in outcome.message, outcome.message
+    assert _tree(outside) == before

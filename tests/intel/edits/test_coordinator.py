@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 from kandev_lsp.host import PluginHost
 from kandev_lsp.intel.dispatch import IntelContext
+from kandev_lsp.intel.edits import coordinator as coordinator_module
 from kandev_lsp.intel.edits.commit import DiskFileSystem
 from kandev_lsp.intel.edits.coordinator import MutationCoordinator, ProducedEdit
 from kandev_lsp.intel.edits.transactions import TransactionStore
@@ -78,6 +79,30 @@ def test_auto_approve_applies_a_text_edit_with_a_receipt(tmp_path: Path) -> None
     assert receipt["outcome"] == "applied" and receipt["saved"] == "saved" and receipt["textEdits"] == 2
     assert receipt["touched"] == ["a.txt", "b.txt"]
     assert receipt["diagnostics"]["status"] == "not-collected"  # no server owns .txt files
+
+
+def test_commits_are_anchored_at_every_workspace_root(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    folder = _notes(tmp_path)
+    seen: list[object] = []
+    real_commit = coordinator_module.commit
+
+    def recording(plan: Any, **kw: Any) -> Any:
+        seen.append(kw.get("roots"))
+        return real_commit(plan, **kw)
+
+    monkeypatch.setattr(coordinator_module, "commit", recording)
+
+    async def run() -> dict[str, Any]:
+        async with _coordinator(folder) as (workspace, coordinator):
+            a = workspace.resolve("a.txt")
+            return await coordinator.mutate(
+                "code_insert", [a], _fixed({"changes": {a.uri: [_insert(a.uri, "1 ")]}}), AUTO
+            )
+
+    assert asyncio.run(run())["ok"]
+    assert seen == [[str(folder.resolve())]]
 
 
 def test_without_auto_approve_or_elicit_the_mutation_is_parked(tmp_path: Path) -> None:
