@@ -13,6 +13,8 @@ before it (``dir_fd``), and acts on the final name relative to the last folder (
 can be re-pointed; ``O_NOFOLLOW`` turns a symbolic link on the way into a refusal (:class:`RefusedPath`)
 instead of a detour. The root itself is opened by its path (``O_NOFOLLOW`` on its last component): the
 folders above a root are outside the workspace, beyond what an edit or a process working in it changes.
+What a descriptor cannot prevent: a folder *moved* elsewhere while it is open still receives the write,
+as it would have a moment before the move (a process that can move it out could move the file too).
 
 :func:`route` (where to walk: pure) is separate from :func:`reach`, :func:`open_folder` and
 :func:`lstat` (the walk: I/O).
