@@ -47,7 +47,7 @@ from kandev_lsp.intel.errors import IntelError, InvalidArguments, NotWired, Unkn
 from kandev_lsp.intel.executor import DEFAULT_DEADLINE
 from kandev_lsp.intel.schemas import ALL_TOOLS, ToolSpec, tool_by_name
 from kandev_lsp.intel.summaries import summarize
-from kandev_lsp.intel.validation import validate
+from kandev_lsp.intel.validation import compile_check, validate
 
 __all__ = [
     "DispatchOutcome",
@@ -155,6 +155,9 @@ class UnwiredTools:
         raise self._fail("code_inlay_hints")
 
 
+#: Each tool's compiled schema check (the schemas are constants of the catalogue).
+_CHECKS: dict[str, Callable[[Any], bool]] = {}
+
 #: First-step arguments remembered (the transactions' own bound is 64 waiting at once).
 _PREVIEWED_KEPT = 128
 
@@ -237,13 +240,17 @@ class Dispatcher:
         result["summary"] = summarize(name, result)
         return DispatchOutcome(result, approve_all)
 
-    @staticmethod
     async def _run(
-        tool: ToolSpec, body_of: object, payload: Mapping[str, Any], ctx: IntelContext
+        self, tool: ToolSpec, body_of: object, payload: Mapping[str, Any], ctx: IntelContext
     ) -> dict[str, Any]:
-        problems = validate(tool.input_schema, dict(payload))
-        if problems:
-            raise InvalidArguments(tool.name, problems)
+        check = _CHECKS.get(tool.name)
+        if check is None:
+            check = _CHECKS[tool.name] = compile_check(tool.input_schema)
+        arguments = payload if type(payload) is dict else dict(payload)
+        if not check(arguments):  # the messages are built only for a payload that has problems
+            problems = validate(tool.input_schema, arguments)
+            if problems:
+                raise InvalidArguments(tool.name, problems)
         args = PARSERS[tool.name](payload)
         body = getattr(body_of, tool.op)
         return dict(await body(args, ctx))

@@ -222,7 +222,7 @@ async def _stop(task: asyncio.Future[Any]) -> None:
 
 
 async def _attempt_inline(
-    call: Callable[[float], Awaitable[T]], timeout: float
+    call: Callable[[float], Awaitable[T]], timeout: float, self_timed: bool = False
 ) -> tuple[str, T | None, BaseException | None]:
     """One attempt awaited in the caller's own task when there is no cancel token to watch.
 
@@ -231,8 +231,24 @@ async def _attempt_inline(
     task, the waiter and their event-loop turns: most tool calls make one attempt (issue 9 overhead goal).
     A cancellation of the caller's task propagates; a ``CancelledError`` from inside the attempt (its
     client closed) is the attempt's error, as a cancelled separate task would be.
+
+    ``self_timed``: the call ends itself with ``TimeoutError`` once ``timeout`` passes (an
+    :class:`~kandev_lsp.lsp.LspClient` request does, and sends ``$/cancelRequest``), so no timer of the
+    executor's own is armed: its ``TimeoutError`` is the attempt timing out.
     """
     task = asyncio.current_task()
+    if self_timed:
+        try:
+            value = await call(timeout)
+        except TimeoutError:
+            return "timeout", None, None
+        except asyncio.CancelledError as error:
+            if task is not None and task.cancelling():
+                raise
+            return "done", None, error
+        except Exception as error:  # what the attempt raised is classified by the caller
+            return "done", None, error
+        return "done", value, None
     scope = asyncio.timeout(timeout)
     try:
         async with scope:
@@ -252,6 +268,9 @@ async def _attempt_inline(
 
 async def _pause(delay: float, cancel: CancelToken | None) -> bool:
     """Sleep ``delay`` seconds; False when cancelled meanwhile (backoff is abortable, B8.3)."""
+    if cancel is None:  # nothing to abort on but the caller's own cancellation, which propagates
+        await asyncio.sleep(delay)
+        return True
     sleeper = asyncio.ensure_future(asyncio.sleep(delay))
     try:
         return await _wait_or_cancel(sleeper, delay + 1.0, cancel) == "done"
@@ -269,6 +288,7 @@ async def run_provider(
     cancel: CancelToken | None = None,
     label: str = "provider",
     ready_for: float | None = None,
+    self_timed: bool = False,
 ) -> ProviderResult[T]:
     """Run ``call(timeout)`` until it gives an outcome, within ``deadline`` (see the module docstring).
 
@@ -280,6 +300,8 @@ async def run_provider(
         ``TimeoutError``, :class:`ProviderUnavailable`, or an error with an ``int`` ``code`` (a JSON-RPC
         error); cancelling it must cancel the request at the server.
     :param label: the LSP method, for the log line (B8.14: no paths, no source text).
+    :param self_timed: ``call`` raises ``TimeoutError`` by itself once the timeout it is given passes (an
+        LSP client's request): the deadline is then kept without a timer of the executor's own.
     """
     start = time.monotonic()
     attempts = warmups = retries = 0
@@ -310,7 +332,7 @@ async def run_provider(
             break
         attempts += 1
         if cancel is None:
-            waited, value, error = await _attempt_inline(call, remaining)
+            waited, value, error = await _attempt_inline(call, remaining, self_timed)
         else:
             attempt = asyncio.ensure_future(call(remaining))
             try:

@@ -51,7 +51,7 @@ from kandev_lsp.intel.notices import (
     launching_message,
     missing_server_notice,
 )
-from kandev_lsp.intel.pathmemo import watched_lookup
+from kandev_lsp.intel.pathmemo import Placed, watched_lookup
 from kandev_lsp.intel.regular import NOT_REGULAR, NotRegularFile, read_regular
 from kandev_lsp.intel.text import MAX_TEXT_BYTES, Document
 from kandev_lsp.intel.watch import DiskWatch
@@ -121,6 +121,9 @@ _EDIT_CAPABILITIES: Final = {
     }
 }
 _CHANGED: Final = 2
+#: Paths kept in a server's path -> URI map at most; past it the map starts again and one refresh looks
+#: at every file.
+_URIS_KEPT: Final = 50_000
 
 
 class ServerMissing(Exception):
@@ -286,9 +289,16 @@ class ManagedServer:
     disk_watch: DiskWatch = field(default_factory=DiskWatch)
     #: Files answers pointed at, by URI, whose path check (B8.11) was made while the disk watch was on
     #: them: trusted again, without an ``lstat``, while the watch reports no change (:meth:`uri_lookup`).
-    placed: dict[str, WorkspaceFile] = field(default_factory=dict)
+    placed: dict[str, Placed] = field(default_factory=dict)
     #: The workspace whose path check (B8.11) a file must pass before it is opened here.
     workspace: Workspace | None = None
+    #: Documents and seen files (URIs) :meth:`refresh` must look at next: new ones, and those the disk
+    #: watch did not call unchanged last time.
+    _pending: set[str] = field(default_factory=set)
+    #: The URI of each document or seen file, by absolute path (to map the watch's changed paths).
+    _uri_of: dict[str, str] = field(default_factory=dict)
+    #: The disk watch's layout count at the last refresh; a different one makes it look at every file.
+    _layout: int = -1
     _lock: asyncio.Lock = field(default_factory=asyncio.Lock)
 
     @property
@@ -370,7 +380,7 @@ class ManagedServer:
                     }
                 },
             )
-            self.seen.pop(file.uri, None)
+            self._unsee(file.uri)
         else:
             version = documents.change(file.uri)
             await self.client.notify(
@@ -379,20 +389,55 @@ class ManagedServer:
             )
         document = Document(file, text, version)
         self.documents[file.uri] = _Synced(stamp, digest, document)
+        self._known(file)
         return document
 
+    def _known(self, file: WorkspaceFile) -> None:
+        """A new document or seen file: the next :meth:`refresh` looks at it (and starts watching it)."""
+        self._pending.add(file.uri)
+        if len(self._uri_of) >= _URIS_KEPT:
+            self._uri_of.clear()
+            self._layout = -1  # the next refresh looks at every file
+        self._uri_of[file.absolute] = file.uri
+
+    def _unsee(self, uri: str) -> None:
+        entry = self.seen.pop(uri, None)
+        if entry is not None and entry[0].absolute in self.checked:
+            self.checked = {k: v for k, v in self.checked.items() if k != entry[0].absolute}
+
     async def refresh(self) -> int:
-        """Re-sync every open document and seen file changed on disk; returns how many changed."""
+        """Re-sync every open document and seen file changed on disk; returns how many changed.
+
+        With the disk watch on, only the files it cannot vouch for are looked at (B8.12, issue 9 overhead
+        goal): those it named since the last refresh, and those it did not call unchanged last time (new,
+        not yet watched, or never watchable). After a change of the watched folders' shape (any entry
+        created, moved or deleted, a reset) and without the watch, every file is, as before.
+        """
         async with self._lock:
             changed = 0
             watch = self.disk_watch
             watch.drain()
-            for uri, synced in list(self.documents.items()):
-                document = synced.document
-                if document is None:
+            pending, self._pending = self._pending, set()
+            if not watch.active or watch.layout != self._layout:
+                documents: Iterable[str] = list(self.documents)
+                seen: Iterable[str] = list(self.seen)
+                checked: dict[str, tuple[int, int]] = {}
+            else:
+                touched = pending.union(map(self._uri_of.get, watch.changed)) if watch.changed else pending
+                documents = [uri for uri in touched if uri in self.documents]
+                seen = [uri for uri in touched if uri in self.seen]
+                checked = dict(self.checked) if seen else self.checked
+            self._layout = watch.layout
+            for uri in documents:
+                synced = self.documents.get(uri)
+                document = synced.document if synced is not None else None
+                if synced is None or document is None:
                     continue
                 path = document.file.absolute
-                if watch.unchanged(path, document.file.root.path) or _stamp(path) == synced.stamp:
+                if watch.unchanged(path, document.file.root.path):
+                    continue
+                self._pending.add(uri)
+                if _stamp(path) == synced.stamp:
                     continue
                 if not os.path.lexists(path):  # deleted: the server must stop answering from its copy
                     await self._close(uri)
@@ -404,14 +449,20 @@ class ManagedServer:
                 await self._sync(document.file)
                 changed += self.documents[uri].digest != before
             moved: list[dict[str, Any]] = []
-            checked: dict[str, tuple[int, int]] = {}
-            for uri, (file, stamp) in list(self.seen.items()):
+            for uri in seen:
+                entry = self.seen.get(uri)
+                if entry is None:
+                    continue
+                file, stamp = entry
                 if watch.unchanged(file.absolute, file.root.path):
                     checked[file.absolute] = stamp
                     continue
+                self._pending.add(uri)
                 now = _stamp(file.absolute)
                 if now is not None:
                     checked[file.absolute] = now
+                else:
+                    checked.pop(file.absolute, None)
                 if now is None or now == stamp:
                     continue
                 if self.client.endpoint.registrations.for_method(_WATCHED):
@@ -430,7 +481,7 @@ class ManagedServer:
             return changed
 
     async def _close(self, uri: str) -> None:
-        self.seen.pop(uri, None)
+        self._unsee(uri)
         if self.documents.pop(uri, None) is not None and self.client.endpoint.documents.close(uri):
             await self.client.notify("textDocument/didClose", {"textDocument": {"uri": uri}})
 
@@ -498,6 +549,7 @@ class ManagedServer:
                 stamp = _stamp(file.absolute)
                 if stamp is not None:
                     self.seen[file.uri] = (file, stamp)
+                    self._known(file)
 
     def open_documents(self) -> dict[str, Document]:
         """Open documents by absolute path (the text the server has), for a :class:`TextCache` overlay."""
@@ -621,6 +673,16 @@ class ServerPool:
         from kandev_lsp.lsp.roots import project_root
 
         return project_root(file.absolute, file.root.path, spec.root_markers) or file.root.path
+
+    def current(self, server: ManagedServer) -> bool:
+        """Whether ``server`` is still the running server of its (project root, language), so a call may
+        use it without :meth:`server_for` (which then counts as its use, for the idle reaper)."""
+        if self._closed or server.client.closed:
+            return False
+        if self._servers.get((server.project_root, server.language.id)) is not server:
+            return False
+        server.last_used = time.monotonic()
+        return True
 
     @property
     def servers(self) -> list[ManagedServer]:

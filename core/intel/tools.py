@@ -35,6 +35,7 @@ from kandev_lsp.intel.hover import hover_text
 from kandev_lsp.intel.notices import apply_notice
 from kandev_lsp.intel.outline import document_outline, workspace_symbols
 from kandev_lsp.intel.output import LocationOptions, build_locations, normalize_locations
+from kandev_lsp.intel.pathmemo import PlacedTargets
 from kandev_lsp.intel.runtime import ManagedServer, ServerMissing, ServerPool
 from kandev_lsp.intel.snapshots import FileDiagnostics, diagnostic_snapshot
 from kandev_lsp.intel.symbols import SymbolTree, SymbolTrees, enclosing_symbol
@@ -90,6 +91,8 @@ class LspReadTools:
         #: When each (server, URI) was first opened by a tool call (monotonic): a server ready for long
         #: may still be loading a document (its project) it was just sent, so warm-up restarts there.
         self.opened: dict[tuple[int, str], float] = {}
+        #: Target paths' checks and servers, trusted again while the server's disk watch vouches for them.
+        self.targets: PlacedTargets[ManagedServer] = PlacedTargets(self.workspace)
 
     # -- shared steps --------------------------------------------------------------------------------------
     async def _ask(
@@ -111,6 +114,7 @@ class LspReadTools:
                 cancel=ctx.cancel,
                 label=method,
                 ready_for=self._ready_for(server, params) if warmup else None,
+                self_timed=True,  # the server's LspClient times its requests out itself
             )
         finally:
             server.in_flight -= 1
@@ -150,16 +154,46 @@ class LspReadTools:
         server.in_flight += 1
         try:
             await server.refresh()
-            if file.uri not in server.documents:
-                key = (id(server), file.uri)
-                if key not in self.opened and len(self.opened) >= _MAX_OPENED:
-                    self.opened.pop(next(iter(self.opened)))
-                self.opened[key] = time.monotonic()
-            document = await server.sync(file)
-            await server.wait_ready(deadline)
+            return server, await self._open(server, file, deadline)
         finally:
             server.in_flight -= 1
-        return server, document
+
+    async def _open(self, server: ManagedServer, file: WorkspaceFile, deadline: Deadline) -> Document:
+        """The file as ``server`` has it (after the re-sync), once the server is ready."""
+        if file.uri not in server.documents:
+            key = (id(server), file.uri)
+            if key not in self.opened and len(self.opened) >= _MAX_OPENED:
+                self.opened.pop(next(iter(self.opened)))
+            self.opened[key] = time.monotonic()
+        document = await server.sync(file)
+        await server.wait_ready(deadline)
+        return document
+
+    async def _prepare_path(
+        self, path: str, root_id: str | None, deadline: Deadline
+    ) -> tuple[WorkspaceFile, ManagedServer, Document]:
+        """:meth:`_prepare` of an agent's path: the path check (B8.11), the file's server and its re-sync.
+
+        The check and the server's lookup are remembered while the server's disk watch vouches for them
+        (:class:`~kandev_lsp.intel.pathmemo.PlacedTargets`): a repeated target then costs the re-sync's
+        drain and the roots' ``lstat`` calls. The memory is asked after the drain and before the file is
+        read, so a path that changed is checked in full first.
+        """
+        known = self.targets.known(path, root_id)
+        if known is not None and self.pool.current(known[1]):
+            file, server = known
+            server.in_flight += 1
+            try:
+                await server.refresh()
+                if self.targets.vouched(path, root_id):
+                    return file, server, await self._open(server, file, deadline)
+            finally:
+                server.in_flight -= 1
+        record = self.targets.checking(path, root_id)
+        file = self.workspace.resolve(path, root_id)
+        server, document = await self._prepare(file, deadline)
+        record(file, server)
+        return file, server, document
 
     async def _symbols(
         self, server: ManagedServer, document: Document, deadline: Deadline, ctx: IntelContext
@@ -182,8 +216,7 @@ class LspReadTools:
     async def _target(
         self, target: Target, first_match: bool, deadline: Deadline, ctx: IntelContext
     ) -> tuple[ManagedServer, ResolvedTarget]:
-        file = self.workspace.resolve(target.path, target.root_id)
-        server, document = await self._prepare(file, deadline)
+        _, server, document = await self._prepare_path(target.path, target.root_id, deadline)
         symbols = None
         if target.symbol is not None:
             symbols = (await self._symbols(server, document, deadline, ctx)).entries
@@ -266,8 +299,7 @@ class LspReadTools:
     async def symbols(self, args: SymbolsArgs, ctx: IntelContext) -> dict[str, Any]:
         async def body(deadline: Deadline) -> dict[str, Any]:
             if args.path is not None:
-                file = self.workspace.resolve(args.path, args.root_id)
-                server, document = await self._prepare(file, deadline)
+                file, server, document = await self._prepare_path(args.path, args.root_id, deadline)
                 tree = await self._symbols(server, document, deadline, ctx)
                 return {
                     "path": file.display,
@@ -479,8 +511,7 @@ class LspReadTools:
     # -- code_inlay_hints ----------------------------------------------------------------------------------
     async def inlay_hints(self, args: InlayHintsArgs, ctx: IntelContext) -> dict[str, Any]:
         async def body(deadline: Deadline) -> dict[str, Any]:
-            file = self.workspace.resolve(args.path, args.root_id)
-            server, document = await self._prepare(file, deadline)
+            file, server, document = await self._prepare_path(args.path, args.root_id, deadline)
             if not server.offers("inlayHintProvider"):
                 return {
                     "path": file.display,
@@ -512,8 +543,7 @@ class LspReadTools:
     async def diagnostics(self, args: DiagnosticsArgs, ctx: IntelContext) -> dict[str, Any]:
         async def body(deadline: Deadline) -> dict[str, Any]:
             if args.path is not None:
-                file = self.workspace.resolve(args.path, args.root_id)
-                server, document = await self._prepare(file, deadline)
+                file, server, document = await self._prepare_path(args.path, args.root_id, deadline)
                 item = await self._file_diagnostics(server, document, deadline, ctx)
                 return diagnostic_snapshot(
                     [item],

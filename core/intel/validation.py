@@ -11,10 +11,10 @@ from __future__ import annotations
 
 import difflib
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, Final
 
-__all__ = ["KEYWORDS", "check_schema", "validate"]
+__all__ = ["KEYWORDS", "check_schema", "compile_check", "validate"]
 
 #: Keywords :func:`validate` enforces, and annotations it reads but does not enforce.
 KEYWORDS: Final = frozenset(
@@ -167,3 +167,63 @@ def check_schema(schema: Mapping[str, Any], path: str = "schema") -> None:
         check_schema(sub, f"{path}.{name}")
     if "items" in schema:
         check_schema(schema["items"], f"{path}[]")
+
+
+#: ``_is_type`` per type, the common ones without its chain of comparisons.
+_TYPE_CHECKS: Final[Mapping[str, Callable[[Any], bool]]] = {
+    "object": lambda value: isinstance(value, dict),
+    "string": lambda value: isinstance(value, str),
+    "boolean": lambda value: isinstance(value, bool),
+    "array": lambda value: isinstance(value, list),
+    "integer": lambda value: _is_type(value, "integer"),
+    "number": lambda value: _is_type(value, "number"),
+}
+
+
+def compile_check(schema: Mapping[str, Any]) -> Callable[[Any], bool]:
+    """Whether a value is valid against ``schema``: ``validate(schema, value) == []``, decided without
+    building any message or dotted path (issue 9 overhead goal: a valid call, the usual one, pays only
+    its checks). Compile once per schema; ask :func:`validate` for the problems of a value it refuses.
+    """
+    expected = schema.get("type")
+    type_ok = _TYPE_CHECKS[expected] if expected is not None else None
+    enum = schema.get("enum")
+    min_length = schema.get("minLength")
+    low, high = schema.get("minimum"), schema.get("maximum")
+    bounded = low is not None or high is not None
+    min_items, max_items = schema.get("minItems"), schema.get("maxItems")
+    items = compile_check(schema["items"]) if "items" in schema else None
+    properties = {key: compile_check(sub) for key, sub in schema.get("properties", {}).items()}
+    required = tuple(schema.get("required", ()))
+    closed = schema.get("additionalProperties") is False
+
+    def check(value: Any) -> bool:
+        if type_ok is not None and not type_ok(value):
+            return False
+        if enum is not None and value not in enum:
+            return False
+        if isinstance(value, str):
+            return min_length is None or len(value) >= min_length
+        if isinstance(value, dict):
+            for key in required:
+                if key not in value:
+                    return False
+            for key, item in value.items():
+                sub = properties.get(key)
+                if sub is None:
+                    if closed:
+                        return False
+                elif not sub(item):
+                    return False
+            return True
+        if isinstance(value, list):
+            if (min_items is not None and len(value) < min_items) or (
+                max_items is not None and len(value) > max_items
+            ):
+                return False
+            return items is None or all(items(item) for item in value)
+        if bounded and isinstance(value, int | float) and not isinstance(value, bool):
+            return not ((low is not None and value < low) or (high is not None and value > high))
+        return True
+
+    return check

@@ -101,6 +101,11 @@ class DiskWatch:
         #: Files (not folders) that appeared in / left a watched folder since the last drain.
         self.created: set[str] = set()
         self.removed: set[str] = set()
+        #: Counts the changes of the watched paths' shape, cumulative across drains: an entry created,
+        #: moved or deleted in a watched folder, a watched file or folder moved or deleted, every reset
+        #: or close (watches lost). A check of a path made while it was watched stays true while this is
+        #: unchanged (:meth:`vouches`), whichever call drained the events in between.
+        self.layout = 0
 
     @property
     def active(self) -> bool:
@@ -129,6 +134,8 @@ class DiskWatch:
         for wd, mask, _cookie, name in events:
             if mask & flags.Q_OVERFLOW:
                 return False
+            if mask & (_ENTRY | _SELF):
+                self.layout += 1
             watched = self._watches.get(wd)
             if watched is None:
                 continue
@@ -169,6 +176,17 @@ class DiskWatch:
             return path not in self._changed
         self._watch(path, root)
         return False
+
+    @property
+    def changed(self) -> set[str]:
+        """The paths the events drained last named (files, and entries of watched folders)."""
+        return self._changed
+
+    def vouches(self, path: str, layout: int) -> bool:
+        """Whether a check of ``path``'s place (its real path, that it exists) made while it was watched,
+        with :attr:`layout` then ``layout``, still holds after this call's drain: nothing on the way from
+        its root to it was created, moved, deleted or replaced since (content changes do not matter)."""
+        return layout == self.layout and path in self._files
 
     def watching(self, path: str) -> bool:
         """Whether ``path`` is watched now: a change from this moment on will be reported, so a check of
@@ -214,12 +232,13 @@ class DiskWatch:
     def _reset(self, reason: str) -> None:
         """Forget every watch (a new instance next time): every file is checked and watched afresh."""
         _log.debug("intel disk watch reset: %s", reason)
-        self.close()
+        self.close()  # counts as a layout change
         self._failed = False
         self._changed.clear()
 
     def close(self) -> None:
         """Close the inotify instance; the files are then checked with a ``stat`` until watched again."""
+        self.layout += 1
         if self._inotify is not None:
             self._inotify.close()
             self._inotify = None

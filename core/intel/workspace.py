@@ -18,6 +18,7 @@ from __future__ import annotations
 import os
 import posixpath
 import re
+import stat
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Final, TypeVar
@@ -98,6 +99,17 @@ def _real_path(path: str, folders: dict[str, str]) -> str:
     return os.path.join(real_folder, name)
 
 
+def _folders_of(path: str) -> list[str]:
+    """``path`` and each folder above it, without the file system's root (``/a/b`` -> ``/a/b``, ``/a``)."""
+    folders: list[str] = []
+    while True:
+        parent = os.path.dirname(path)
+        if parent == path:
+            return folders
+        folders.append(path)
+        path = parent
+
+
 def _inside(path: str, folder: str) -> bool:
     """Whether normalised absolute ``path`` is ``folder`` or below it (a string test: no I/O)."""
     path, folder = os.path.normcase(path), os.path.normcase(folder)
@@ -146,6 +158,11 @@ class Workspace:
             for root_id, path in zip(_root_ids(paths, ids), paths, strict=True)
         )
         self._host = host
+        # Every folder on the roots' paths below the file system's root (where a link could be put), once:
+        # what roots_in_place() looks at.
+        self._root_chain: tuple[str, ...] = tuple(
+            sorted({folder for root in self.roots for folder in _folders_of(root.path)})
+        )
         # Innermost root first, so a file in a nested root belongs to the nested one.
         self._by_depth = sorted(self.roots, key=lambda root: len(root.path), reverse=True)
         # Pure string work remembered across calls (never a file system answer: every lookup still makes
@@ -333,9 +350,23 @@ class Workspace:
 
     def roots_in_place(self) -> bool:
         """Whether every root's path still leads to the folder it named at open (nothing on the way to it
-        was replaced by a symbolic link since): a few ``lstat`` calls, made once per tool call by callers
-        that trust earlier path checks below the roots (:meth:`ManagedServer.uri_lookup`)."""
-        return all(os.path.realpath(root.path) == root.path for root in self.roots)
+        was replaced by a symbolic link since): made once per tool call by callers that trust earlier path
+        checks below the roots (:meth:`ManagedServer.uri_lookup`).
+
+        A root's path was its real path at open, so it still is exactly when no folder on it is a link
+        now: one ``lstat`` per folder (each once across roots), without ``realpath``'s string work. A
+        folder that cannot be looked at answers False (stricter than ``realpath``, which keeps a missing
+        part as it is written).
+        """
+        if os.name != "posix":
+            return all(os.path.realpath(root.path) == root.path for root in self.roots)
+        try:
+            for folder in self._root_chain:
+                if stat.S_ISLNK(os.lstat(folder).st_mode):
+                    return False
+        except OSError:
+            return False
+        return True
 
     def uri_lookup(self) -> Callable[[str], WorkspaceFile | IntelError]:
         """:meth:`try_uri` remembering its answers: one check per file instead of one per location.

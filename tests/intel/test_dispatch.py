@@ -7,6 +7,8 @@ import json
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from kandev_lsp.intel.arguments import (
     DiagnosticsArgs,
     HierarchyArgs,
@@ -20,7 +22,7 @@ from kandev_lsp.intel.errors import AmbiguousTarget
 from kandev_lsp.intel.schemas import TOOLS, tool_by_name
 from kandev_lsp.intel.summaries import summarize
 from kandev_lsp.intel.targets import Target
-from kandev_lsp.intel.validation import check_schema, validate
+from kandev_lsp.intel.validation import check_schema, compile_check, validate
 
 TOOL_NAMES = [
     "code_symbols",
@@ -333,7 +335,10 @@ def test_disabled_tools_are_neither_listed_nor_callable() -> None:
         "code_diagnostics",
     ]
     result = call(dispatcher, "inlay_hints", {"path": "a.py"})
-    assert result["ok"] is False and "is disabled (the lsp_disabled_tools setting or --disable-tool)" in result["error"]
+    assert (
+        result["ok"] is False
+        and "is disabled (the lsp_disabled_tools setting or --disable-tool)" in result["error"]
+    )
     assert recorder.calls == []
     with pytest.raises(ValueError, match="unknown tools \\['code_frobnicate'\\]"):
         Dispatcher(recorder, disabled=["code_frobnicate"])
@@ -464,3 +469,49 @@ def test_typed_helpers_send_the_payloads_a_client_would() -> None:
         ("inlay_hints", InlayHintsArgs("a.py", None, (2, 4), 7)),
     ]
     assert target.to_json() == {"path": "a.ts", "rootId": "web", "symbol": "Parser.parse", "kind": "method"}
+
+
+_JSON = st.recursive(
+    st.none() | st.booleans() | st.integers(-5, 600) | st.floats(allow_nan=False) | st.text(max_size=6),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=6), inner, max_size=4),
+    max_leaves=5,
+)
+
+
+def _near_schema(schema: dict[str, Any]) -> st.SearchStrategy[Any]:
+    """Values valid for ``schema`` at most nodes, each node now and then anything at all or carrying an
+    unknown key: payloads with one or two problems, where a shortcut of the check would show."""
+    kind = schema.get("type")
+    base: st.SearchStrategy[Any]
+    if "enum" in schema:
+        base = st.sampled_from(schema["enum"])
+    elif kind == "object":
+        properties = schema.get("properties", {})
+        required = set(schema.get("required", []))
+        fields = st.fixed_dictionaries(
+            {key: _near_schema(sub) for key, sub in properties.items() if key in required},
+            optional={key: _near_schema(sub) for key, sub in properties.items() if key not in required},
+        )
+        extra = st.dictionaries(st.sampled_from(["extra", "targte"]), st.integers(0, 3), max_size=1)
+        base = st.builds(lambda known, more: {**known, **more}, fields, st.just({}) | extra)
+    elif kind == "array":
+        items = _near_schema(schema["items"]) if "items" in schema else _JSON
+        base = st.lists(items, min_size=max(0, schema.get("minItems", 0) - 1), max_size=4)
+    elif kind in ("integer", "number"):
+        base = st.integers(schema.get("minimum", -5) - 1, min(schema.get("maximum", 600), 600) + 1)
+    elif kind == "string":
+        base = st.text(max_size=3)
+    elif kind == "boolean":
+        base = st.booleans()
+    else:
+        base = _JSON
+    return st.one_of(base, base, base, base, _JSON)
+
+
+@settings(max_examples=120, deadline=None)
+@given(data=st.data())
+def test_the_compiled_check_accepts_exactly_what_validate_accepts(data: st.DataObject) -> None:
+    """The dispatcher's fast check (issue 9) must agree with the validator on every payload."""
+    schema = tool_by_name(data.draw(st.sampled_from(TOOL_NAMES))).input_schema  # type: ignore[union-attr]
+    payload = data.draw(_near_schema(schema))
+    assert compile_check(schema)(payload) == (validate(schema, payload) == [])

@@ -344,3 +344,37 @@ def test_a_timeout_says_what_to_do_next() -> None:
     error = result.error or ""
     assert error.startswith("no answer within the 0.1 s deadline: the server may be busy"), error
     assert "Ask again" in error and "narrow the request" in error and "--deadline" in error
+
+
+def test_a_self_timed_call_arms_no_timer_and_classifies_alike() -> None:
+    """A call that times itself out (the LSP client's request) needs no executor timer: none is armed
+    (a heap push and a cancel per request, issue 9), and its ``TimeoutError`` is the attempt timing out,
+    reported as the scope's expiry would be (after retried errors: what kept failing)."""
+    armed: list[float] = []
+
+    async def main() -> list[Any]:
+        loop = asyncio.get_running_loop()
+        call_at = loop.call_at
+
+        def counted(when: float, *args: Any, **kwargs: Any) -> Any:
+            armed.append(when)
+            return call_at(when, *args, **kwargs)
+
+        loop.call_at = counted  # type: ignore[method-assign]
+        results = []
+        for steps in (
+            (["x"],),
+            (TimeoutError("the client's own"),),
+            (RpcError(-32801, "modified"), TimeoutError()),
+        ):
+            call, _ = scripted(*steps)
+            results.append(await run_provider(call, Deadline(5), policy=FAST, self_timed=True))
+        return results
+
+    ok, timed_out, retried = run(main())
+    assert ok.status is Outcome.OK and ok.value == ["x"]
+    assert timed_out.status is Outcome.TIMEOUT and "deadline" in (timed_out.error or "")
+    assert retried.status is Outcome.ERROR and "modified (retried 1 times" in (retried.error or "")
+    assert retried.error_code == -32801
+    # Only the backoff's sleep armed a timer: the attempts armed none.
+    assert len(armed) == 1, armed

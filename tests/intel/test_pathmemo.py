@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from kandev_lsp.intel import watch as watch_module
 from kandev_lsp.intel.errors import IntelError, PathOutsideWorkspace
-from kandev_lsp.intel.pathmemo import watched_lookup
+from kandev_lsp.intel.pathmemo import Placed, watched_lookup
 from kandev_lsp.intel.watch import DiskWatch
 from kandev_lsp.intel.workspace import Workspace, WorkspaceFile
 
@@ -25,7 +25,7 @@ class Session:
     def __init__(self, workspace: Workspace, monkeypatch: pytest.MonkeyPatch) -> None:
         self.workspace = workspace
         self.watch = DiskWatch()
-        self.placed: dict[str, WorkspaceFile] = {}
+        self.placed: dict[str, Placed] = {}
         self.full_checks = 0
         check = workspace.try_uri
 
@@ -81,7 +81,10 @@ def test_an_unchanged_file_is_answered_from_memory(session: Session, tree: tuple
     before = session.full_checks
     assert lookup(uri) == lookup(uri)
     assert session.full_checks == before
-    tree[1].write_text("x = 2\n")  # a content change: the file is checked again, and still allowed
+    tree[1].write_text("x = 2\n")  # a content change moves no path: still answered from memory
+    assert isinstance(session.call()(uri), WorkspaceFile)
+    assert session.full_checks == before
+    (tree[1].parent / "new.py").write_text("")  # an entry created on the way: checked again, still allowed
     assert isinstance(session.call()(uri), WorkspaceFile)
     assert session.full_checks == before + 1
 
@@ -131,3 +134,20 @@ def test_a_uri_through_a_link_is_never_remembered(session: Session, tree: tuple[
         found = session.call()(uri)
         assert isinstance(found, WorkspaceFile) and found.absolute == str(target)
         assert session.full_checks == calls
+
+
+def test_a_swap_drained_by_a_call_that_did_not_look_is_still_refused(
+    session: Session, tree: tuple[Path, Path, Path]
+) -> None:
+    """The swap's events are drained by a call that never looks the file up (a hover elsewhere), and the
+    re-sync watches the path afresh (now the link): the next call must not trust the old check."""
+    root, target, outside = tree
+    uri = target.as_uri()
+    _remembered(session, uri)
+    target.unlink()
+    target.symlink_to(outside / "mod.py")
+    session.call()  # another tool call: its drain takes the swap's events, and nothing looks at the file
+    session.watch.unchanged(str(target), str(root))  # the re-sync of a seen file watches it afresh
+    session.call()  # and one more call before the file is asked about again
+    found = session.call()(uri)
+    assert isinstance(found, PathOutsideWorkspace), found

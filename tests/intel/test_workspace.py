@@ -300,3 +300,19 @@ def test_a_file_that_becomes_an_escaping_symlink_is_refused_by_the_next_lookup(t
     target.unlink()
     target.write_text("y = 3\n")
     assert workspace.from_uri(uri).display == "mod.py"
+
+
+def test_roots_in_place_until_a_folder_above_a_root_becomes_a_link(tmp_path: Path) -> None:
+    base = Path(os.path.realpath(tmp_path))
+    (base / "a" / "ws").mkdir(parents=True)
+    (base / "b" / "ws").mkdir(parents=True)
+    workspace = Workspace([base / "a" / "ws", base / "b" / "ws"])
+    assert workspace.roots_in_place()
+    (base / "b").rename(base / "b-moved")
+    (base / "b").symlink_to(base / "b-moved", target_is_directory=True)  # same folder, through a link now
+    assert not workspace.roots_in_place()
+    (base / "b").unlink()
+    (base / "b-moved").rename(base / "b")
+    assert workspace.roots_in_place()
+    (base / "a" / "ws").rename(base / "a" / "ws-moved")  # a root gone: not in place either
+    assert not workspace.roots_in_place()
