@@ -218,7 +218,7 @@ class Dispatcher:
         try:
             tool = self._find(op)
             name = tool.name
-            if not isinstance(payload, Mapping):
+            if type(payload) is not dict and not isinstance(payload, Mapping):
                 raise InvalidArguments(
                     tool.name, [f"the arguments must be an object, got {type(payload).__name__}"]
                 )

@@ -394,6 +394,8 @@ async def run_provider(
                 )
             else:
                 result = finish(Outcome.ERROR, error=message, error_code=code)
+    if not _log.isEnabledFor(logging.DEBUG):  # the fields are not even gathered (issue 9 overhead)
+        return result
     log_event(
         _log,
         "intel_provider",

@@ -58,7 +58,12 @@ from kandev_lsp.intel.watch import DiskWatch
 from kandev_lsp.intel.watchers import CREATED, file_operation_wanted, wanted_events
 from kandev_lsp.intel.workspace import Root, Workspace, WorkspaceFile
 from kandev_lsp.lsp.positions import PositionEncoding
+from kandev_lsp.lsp.roots import project_root as _project_root
 from kandev_lsp.platform import HostPlatform
+
+# Imported with this module, not lazily by the first tool call: the process layer (about 20 ms) would
+# otherwise be imported on the cold path between the call and its server's start (issue 9 cold start).
+from kandev_lsp.process import OwnedProcess
 from kandev_lsp.session import log_event
 from kandev_lsp.stream.uri import workspace_uri
 
@@ -67,7 +72,6 @@ if TYPE_CHECKING:
     from kandev_lsp.language import LanguageSpec
     from kandev_lsp.lifecycle import Lifecycle
     from kandev_lsp.lsp import LspClient
-    from kandev_lsp.process import OwnedProcess
     from kandev_lsp.taskenv import TaskEnvironment
 
 __all__ = [
@@ -670,9 +674,7 @@ class ServerPool:
         return None
 
     def project_root(self, file: WorkspaceFile, spec: LanguageSpec) -> str:
-        from kandev_lsp.lsp.roots import project_root
-
-        return project_root(file.absolute, file.root.path, spec.root_markers) or file.root.path
+        return _project_root(file.absolute, file.root.path, spec.root_markers) or file.root.path
 
     def current(self, server: ManagedServer) -> bool:
         """Whether ``server`` is still the running server of its (project root, language), so a call may
@@ -838,6 +840,10 @@ class ServerPool:
         if extra is not None:
             options = _merge(options, extra)
         root_file = self.workspace.from_absolute(project_root)
+        # The watch's inotify instance is opened while the server starts, not by the first call's path
+        # checks after the answer came (a few ms on the cold path, issue 9).
+        watch = DiskWatch()
+        watch.open()
         try:
             client.start()
             result = await client.initialize(
@@ -850,6 +856,7 @@ class ServerPool:
                 timeout=INITIALIZE_TIMEOUT,
             )
         except BaseException as error:
+            watch.close()
             with contextlib.suppress(Exception):
                 await client.aclose()
             await process.stop(grace=1.0)
@@ -865,7 +872,15 @@ class ServerPool:
             capabilities.get("general", {}).get("positionEncodings"), server_caps.get("positionEncoding")
         )
         server = ManagedServer(
-            spec, project_root, client, process, self.plugins, encoding, server_caps, workspace=self.workspace
+            spec,
+            project_root,
+            client,
+            process,
+            self.plugins,
+            encoding,
+            server_caps,
+            disk_watch=watch,
+            workspace=self.workspace,
         )
         self._servers[(project_root, spec.id)] = server
         log_event(

@@ -279,6 +279,8 @@ class LspReadTools:
                 "status": "unavailable",
                 "error": f"the language server connection ended during the call ({error}); ask again to restart it",
             }
+        if not _log.isEnabledFor(logging.INFO):  # the fields are not even gathered (issue 9 overhead)
+            return result
         log_event(
             _log,
             "intel_tool",
@@ -485,15 +487,22 @@ class LspReadTools:
         async def body(deadline: Deadline) -> dict[str, Any]:
             server, resolved = await self._target(args.target, args.first_match, deadline, ctx)
             params = {"textDocument": {"uri": resolved.uri}, "position": resolved.position}
-            hover_call = self._ask(server, "textDocument/hover", params, deadline, ctx)
+            signature_value = None
             if server.offers("signatureHelpProvider") and _inside_call(resolved):
-                hover, signature = await asyncio.gather(
-                    hover_call,
-                    self._ask(server, "textDocument/signatureHelp", params, deadline, ctx, warmup=False),
+                # Signature help in parallel, in a task of its own; hover is awaited in this one (one
+                # task fewer than gather's two, issue 9), and a cancelled call cancels both.
+                signature_task = asyncio.ensure_future(
+                    self._ask(server, "textDocument/signatureHelp", params, deadline, ctx, warmup=False)
                 )
+                try:
+                    hover = await self._ask(server, "textDocument/hover", params, deadline, ctx)
+                    signature = await signature_task
+                finally:
+                    if not signature_task.done():
+                        signature_task.cancel()
                 signature_value = signature.value if signature.ok else None
             else:
-                hover, signature_value = await hover_call, None
+                hover = await self._ask(server, "textDocument/hover", params, deadline, ctx)
             if not hover.ok:
                 raise _failed("textDocument/hover", hover)
             shown = hover_text(hover.value, signature_value, server.encoding)

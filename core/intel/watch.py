@@ -193,14 +193,20 @@ class DiskWatch:
         the file made now can be trusted while :meth:`unchanged` says True ("watch, then look")."""
         return path in self._files or path in self._new
 
+    def open(self) -> bool:
+        """Open the inotify instance now (it is opened by the first watch otherwise): whether one is open.
+        Without one every file is checked with a ``stat``, as before."""
+        if self._inotify is None and not self._failed:
+            self._inotify = _OPEN()
+            if self._inotify is None:
+                self._failed = True
+        return self._inotify is not None
+
     def _watch(self, path: str, root: str) -> None:
         if self._failed or path in self._new or len(self._files) + len(self._new) >= MAX_FILES:
             return
-        if self._inotify is None:
-            self._inotify = _OPEN()
-            if self._inotify is None:
-                self._failed = True  # a stat per file, as before
-                return
+        if not self.open():
+            return
         folders: list[str] = []
         folder = os.path.dirname(path)
         while True:

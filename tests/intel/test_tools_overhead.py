@@ -165,3 +165,41 @@ def test_a_callers_files_are_watched_like_an_answers_files(
 ) -> None:
     folder = _project_with_callers(tmp_path / "py")
     asyncio.run(_caller_file_checks(folder, real_servers, tag, monkeypatch))
+
+
+async def _target_memo_checks(folder: Path, outside: Path, real_servers: RealServers, tag: str) -> None:
+    definition = {"target": {"path": "mod0.py", "line": 5, "matchText": "greet"}, "kind": "definition"}
+    async with _service(folder, real_servers, tag) as service:
+        first = await service.dispatch("code_navigate", definition, SLOW)
+        assert first["ok"] and first["files"][0]["path"] == "lib.py", first
+        for _ in range(2):  # the document is watched, then checked while watched
+            await service.dispatch("code_navigate", definition, SLOW)
+        checks: list[str] = []
+        resolve = service.workspace.resolve
+
+        def counted(path: str, *args: Any, **kwargs: Any) -> Any:
+            checks.append(path)
+            return resolve(path, *args, **kwargs)
+
+        service.workspace.resolve = counted  # type: ignore[method-assign]
+        for _ in range(3):
+            again = await service.dispatch("code_navigate", definition, SLOW)
+            assert again["files"] == first["files"]
+        # Before: a realpath, exists and isdir check, and the project root's markers, per call.
+        assert checks == [], checks
+        # The target swapped for a link out of the workspace: checked in full, and refused (B8.11).
+        target = folder / "mod0.py"
+        target.unlink()
+        target.symlink_to(outside)
+        refused = await service.dispatch("code_navigate", definition, SLOW)
+        assert checks == ["mod0.py"] and not refused["ok"], refused
+        assert "outside the workspace" in refused["error"], refused
+
+
+def test_a_repeated_target_is_checked_again_only_when_its_path_changed(
+    tmp_path: Path, real_servers: RealServers, tag: str
+) -> None:
+    folder = _project_with_callers(tmp_path / "py")
+    outside = tmp_path / "secret.py"
+    outside.write_text((folder / "mod0.py").read_text())
+    asyncio.run(_target_memo_checks(folder, outside, real_servers, tag))

@@ -175,3 +175,26 @@ def test_files_that_appear_or_leave_a_watched_folder_are_collected(tmp_path: Pat
     assert disk.created == set() and disk.removed == {str(new)}
     disk.drain()
     assert disk.created == set() and disk.removed == set()
+
+
+def test_open_makes_the_instance_before_any_file_is_watched(
+    tmp_path: Path, disk: DiskWatch, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The pool opens its servers' watch while the server starts (off the first call's cold path)."""
+    opened: list[object] = []
+    real_open = watch_module._OPEN
+
+    def counted() -> object:
+        opened.append(real_open())
+        return opened[-1]
+
+    monkeypatch.setattr(watch_module, "_OPEN", counted)
+    assert disk.open() and disk.active and len(opened) == 1
+    root, target, _ = _tree(tmp_path)
+    _watched(disk, target, root)
+    assert len(opened) == 1  # the first watch used it
+    monkeypatch.setattr(watch_module, "_OPEN", lambda: None)
+    without = DiskWatch()
+    assert not without.open() and not without.active
+    without.drain()
+    assert not without.unchanged(str(target), root)  # a stat per file, as before
