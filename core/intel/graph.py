@@ -25,8 +25,8 @@ from typing import Any, Final
 
 from kandev_lsp.intel.errors import IntelError
 from kandev_lsp.intel.executor import Deadline
-from kandev_lsp.intel.symbols import kind_name
-from kandev_lsp.intel.text import PositionEncoding, TextSource
+from kandev_lsp.intel.symbols import SYMBOL_KINDS, kind_name
+from kandev_lsp.intel.text import Document, PositionEncoding, TextSource
 from kandev_lsp.intel.workspace import Workspace, WorkspaceFile
 
 __all__ = ["Expander", "GraphBudgets", "Neighbour", "traverse"]
@@ -60,18 +60,30 @@ def _int(value: Any) -> int:
     return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else 0
 
 
-def _start(item: dict[str, Any]) -> dict[str, int]:
-    for key in ("selectionRange", "range"):
-        span = item.get(key)
-        if isinstance(span, dict) and isinstance(span.get("start"), dict):
-            return {
-                "line": _int(span["start"].get("line")),
-                "character": _int(span["start"].get("character")),
-            }
-    return {"line": 0, "character": 0}
+def _start(item: dict[str, Any]) -> dict[str, Any] | None:
+    """The item's position (its ``selectionRange``'s start, else its ``range``'s), as the server sent it:
+    its numbers are checked where they are used; None when the item has neither."""
+    span = item.get("selectionRange")
+    start = span.get("start") if isinstance(span, dict) else None
+    if isinstance(start, dict):
+        return start
+    span = item.get("range")
+    start = span.get("start") if isinstance(span, dict) else None
+    return start if isinstance(start, dict) else None
+
+
+_KIND_COUNT: Final = len(SYMBOL_KINDS)
+#: Where an item without a position is placed (its first line).
+_ORIGIN: Final = {"line": 0, "character": 0}
 
 
 class _Walk:
+    """The state of one traversal: its nodes, edges, failures and budgets' verdicts.
+
+    Everything a node needs is looked up once per call: each URI's path check (B8.11) and each file's
+    text, kept by URI and by file; a node keeps its file's text for its call sites.
+    """
+
     def __init__(
         self,
         kind: str,
@@ -79,27 +91,31 @@ class _Walk:
         texts: TextSource,
         encoding: PositionEncoding,
         budgets: GraphBudgets,
+        lookup: Callable[[str], WorkspaceFile | IntelError] | None = None,
     ) -> None:
         self.kind = kind
         self.workspace = workspace
-        self.lookup = workspace.uri_lookup()
+        self.lookup = lookup if lookup is not None else workspace.uri_lookup()
         self.texts = texts
         self.encoding = encoding
         self.budgets = budgets
+        self.max_nodes = budgets.max_nodes
         self.nodes: dict[tuple[str, int, int, str], dict[str, Any]] = {}
         self.ids: set[str] = set()
-        #: node id -> its file (call sites are converted with the caller's text)
-        self.files: dict[str, WorkspaceFile] = {}
+        #: node id -> its file's text (call sites are converted with the caller's text)
+        self.documents: dict[str, Document | None] = {}
+        #: URI -> its file, or None when the path check refused it (one check per URI per call)
+        self.found: dict[str, WorkspaceFile | None] = {}
+        #: absolute path -> the file's text (one read per file per call)
+        self.texts_by_path: dict[str, Document | None] = {}
         self.edges: dict[tuple[str, str], dict[str, Any]] = {}
         self.failures: list[dict[str, Any]] = []
         self.truncated_by: set[str] = set()
         self.omitted = 0
-
-    def position(self, file: WorkspaceFile, position: dict[str, int]) -> tuple[int, int]:
-        document = self.texts.document(file)
-        if document is None:
-            return position["line"] + 1, position["character"] + 1
-        return document.model_position(position, self.encoding)
+        calls = kind in ("callers", "callees")
+        #: the edge's two ends: which comes first (the neighbour for callers and subtypes), named how
+        self.neighbour_first = kind in ("callers", "subtypes")
+        self.labels = ("caller", "callee") if calls else ("subtype", "supertype")
 
     def node(self, item: dict[str, Any], depth: int) -> tuple[dict[str, Any] | None, bool]:
         """The node of ``item`` (new or seen before) and whether it is new; None when refused."""
@@ -107,46 +123,85 @@ class _Walk:
         if not isinstance(uri, str) or not isinstance(name, str):
             self.omitted += 1
             return None, False
-        file = self.lookup(uri)
-        if not isinstance(file, WorkspaceFile):
+        found = self.found
+        if uri in found:
+            file = found[uri]
+        else:
+            looked_up = self.lookup(uri)  # the path check (B8.11), once per URI per call
+            file = found[uri] = looked_up if isinstance(looked_up, WorkspaceFile) else None
+        if file is None:
             self.omitted += 1
             return None, False
-        start = _start(item)
-        key = (file.absolute, start["line"], start["character"], name)
-        if key in self.nodes:
-            return self.nodes[key], False
-        if len(self.nodes) >= self.budgets.max_nodes:
+        try:  # the common case first: a well-formed selectionRange
+            start = item["selectionRange"]["start"]
+            line, character = start["line"], start["character"]
+            if type(line) is not int or type(character) is not int or line < 0 or character < 0:
+                raise TypeError
+        except (KeyError, TypeError):  # the general rule
+            start = _start(item)
+            if start is None:
+                line = character = 0
+            else:  # malformed numbers count as 0 (as model_position has them)
+                line, character = _int(start.get("line")), _int(start.get("character"))
+        absolute = file.absolute
+        key = (absolute, line, character, name)
+        nodes = self.nodes
+        node = nodes.get(key)
+        if node is not None:
+            return node, False
+        if len(nodes) >= self.max_nodes:
             self.truncated_by.add("nodes")
             return None, False
-        line, column = self.position(file, start)
-        node_id, number = f"{file.display}#{name}@{line}", 2
-        while node_id in self.ids:
-            node_id, number = f"{file.display}#{name}@{line}~{number}", number + 1
-        self.ids.add(node_id)
-        self.files[node_id] = file
-        node: dict[str, Any] = {"id": node_id, "name": name, "kind": kind_name(_int(item.get("kind")))}
-        node.update({"path": file.display, "line": line, "column": column, "depth": depth})
-        if isinstance(item.get("detail"), str) and item["detail"]:
-            node["detail"] = item["detail"][:120]
-        self.nodes[key] = node
+        texts = self.texts_by_path
+        if absolute in texts:
+            document = texts[absolute]
+        else:
+            document = texts[absolute] = self.texts.document(file)
+        if document is None:
+            line, column = line + 1, character + 1
+        else:
+            line, column = document.model_position(_ORIGIN if start is None else start, self.encoding)
+        display = file.display
+        node_id = f"{display}#{name}@{line}"
+        ids = self.ids
+        if node_id in ids:
+            number = 2
+            while (node_id := f"{display}#{name}@{line}~{number}") in ids:
+                number += 1
+        ids.add(node_id)
+        self.documents[node_id] = document
+        kind = item.get("kind")
+        node = {
+            "id": node_id,
+            "name": name,
+            "kind": SYMBOL_KINDS[kind - 1]
+            if type(kind) is int and 0 < kind <= _KIND_COUNT
+            else kind_name(_int(kind)),
+            "path": display,
+            "line": line,
+            "column": column,
+            "depth": depth,
+        }
+        detail = item.get("detail")
+        if isinstance(detail, str) and detail:
+            node["detail"] = detail[:120]
+        nodes[key] = node
         return node, True
 
-    def edge(self, expanded: dict[str, Any], neighbour: dict[str, Any], sites: list[dict[str, Any]]) -> bool:
-        if self.kind in ("callers", "callees"):
-            caller, callee = (neighbour, expanded) if self.kind == "callers" else (expanded, neighbour)
-            key, edge = (caller["id"], callee["id"]), {"caller": caller["id"], "callee": callee["id"]}
-            if sites:
-                edge["callSites"] = sites
-        else:
-            sub, sup = (expanded, neighbour) if self.kind == "supertypes" else (neighbour, expanded)
-            key, edge = (sub["id"], sup["id"]), {"subtype": sub["id"], "supertype": sup["id"]}
+    def edge(self, expanded: dict[str, Any], neighbour: dict[str, Any], sites: list[dict[str, Any]]) -> None:
+        """Record the edge between ``expanded`` and its ``neighbour`` once (the first one's call sites)."""
+        first, second = (neighbour, expanded) if self.neighbour_first else (expanded, neighbour)
+        key = (first["id"], second["id"])
         if key in self.edges:
-            return False
+            return
         if len(self.edges) >= self.budgets.max_edges:
             self.truncated_by.add("edges")
-            return False
+            return
+        label, other = self.labels
+        edge = {label: key[0], other: key[1]}
+        if sites:
+            edge["callSites"] = sites
         self.edges[key] = edge
-        return True
 
 
 async def traverse(
@@ -168,9 +223,7 @@ async def traverse(
     """
     if kind not in KINDS:
         raise ValueError(f"kind must be one of {', '.join(KINDS)}, got {kind!r}")
-    walk = _Walk(kind, workspace, texts, encoding, budgets)
-    if lookup is not None:
-        walk.lookup = lookup
+    walk = _Walk(kind, workspace, texts, encoding, budgets, lookup)
     started = deadline.elapsed()
     frontier: list[tuple[dict[str, Any], dict[str, Any]]] = []
     root_ids: list[str] = []
@@ -193,6 +246,8 @@ async def traverse(
             ) as error:  # IntelError included: recorded per node: the rest of the graph still counts
                 return error
 
+    calls = kind in ("callers", "callees")
+    node_of = walk.node
     depth_reached = 0
     for depth in range(1, budgets.depth + 1):
         if not frontier:
@@ -201,7 +256,10 @@ async def traverse(
             walk.truncated_by.add("time")
             break
         depth_reached = depth
-        answers = await asyncio.gather(*(expand_one(item) for item, _ in frontier))
+        if len(frontier) == 1:  # the usual first level (one root): no task to schedule
+            answers = [await expand_one(frontier[0][0])]
+        else:
+            answers = await asyncio.gather(*(expand_one(item) for item, _ in frontier))
         next_frontier: list[tuple[dict[str, Any], dict[str, Any]]] = []
         for (_, expanded), answer in zip(frontier, answers, strict=True):
             if isinstance(answer, BaseException):
@@ -211,26 +269,30 @@ async def traverse(
                 continue
             # One entry per neighbour node: a server may list a callee once per call (tsserver's
             # outgoingCalls does), so the entries of one node are merged and their ranges pooled.
-            merged: dict[str, tuple[dict[str, Any], dict[str, Any], bool, list[Any]]] = {}
+            merged: dict[str, list[Any]] = {}
             for neighbour_item, ranges in answer:
                 if not isinstance(neighbour_item, dict):
                     walk.omitted += 1
                     continue
-                neighbour, new = walk.node(neighbour_item, depth)
+                neighbour, new = node_of(neighbour_item, depth)
                 if neighbour is None:
                     continue
-                pooled = list(ranges) if isinstance(ranges, list | tuple) else []
+                pooled = ranges if isinstance(ranges, list | tuple) else ()
                 seen = merged.get(neighbour["id"])
                 if seen is None:
-                    merged[neighbour["id"]] = (neighbour_item, neighbour, new, pooled)
-                else:
-                    seen[3].extend(pooled)
+                    merged[neighbour["id"]] = [neighbour_item, neighbour, new, pooled]
+                elif pooled:
+                    seen[3] = [*seen[3], *pooled]
             for neighbour_item, neighbour, new, ranges in merged.values():
-                caller = neighbour if kind == "callers" else expanded
-                sites = _sites(walk, caller, ranges) if kind in ("callers", "callees") else []
+                if calls and ranges:
+                    caller = neighbour if kind == "callers" else expanded
+                    sites = _sites(walk.documents[caller["id"]], ranges, encoding)
+                else:
+                    sites = []
                 walk.edge(expanded, neighbour, sites)
                 if depth == 1:
-                    entry = {k: v for k, v in neighbour.items() if k != "depth"}
+                    entry = neighbour.copy()
+                    del entry["depth"]
                     if sites:
                         entry["callSites"] = sites
                     one_hop.append(entry)
@@ -268,37 +330,51 @@ async def traverse(
     return out
 
 
-def _sites(walk: _Walk, caller: dict[str, Any], ranges: Any) -> list[dict[str, Any]]:
-    """The call sites (``fromRanges``) as model positions in the caller's file (one text lookup for all of
-    them: a popular function's callers bring hundreds), each site once, in document order (a server may
-    repeat a range: tsserver's outgoingCalls lists a call once per entry of the callee)."""
-    if not isinstance(ranges, list | tuple) or not ranges:
-        return []
-    document = walk.texts.document(walk.files[caller["id"]])
-    encoding = walk.encoding
-    sites = []
+def _sites(
+    document: Document | None, ranges: Sequence[Any], encoding: PositionEncoding
+) -> list[dict[str, Any]]:
+    """The call sites (``fromRanges``) as model positions in the caller's file (its text looked up once
+    for all of them: a popular function's callers bring hundreds), each site once, in document order (a
+    server may repeat a range: tsserver's outgoingCalls lists a call once per entry of the callee)."""
+    spans = document.model_ranges(ranges, encoding) if document is not None else _plain_ranges(ranges)
+    sites: list[dict[str, Any]] = []
     seen: set[tuple[int, int, int, int]] = set()
+    ordered, last_line, last_column = True, 0, 0
+    for span in spans:
+        if span is None or span in seen:
+            continue
+        seen.add(span)
+        line, column, end_line, end_column = span
+        if line < last_line or (line == last_line and column < last_column):
+            ordered = False
+        last_line, last_column = line, column
+        if end_line == line:
+            sites.append({"line": line, "column": column, "endColumn": end_column})
+        else:
+            sites.append({"line": line, "column": column, "endLine": end_line, "endColumn": end_column})
+    if not ordered:  # servers list them in order nearly always; a stable sort otherwise
+        sites.sort(key=lambda site: (site["line"], site["column"]))
+    return sites
+
+
+def _plain_ranges(ranges: Sequence[Any]) -> list[tuple[int, int, int, int] | None]:
+    """:meth:`Document.model_ranges` for a file whose text cannot be read: character offsets taken as
+    columns (malformed numbers count as 0)."""
+    out: list[tuple[int, int, int, int] | None] = []
     for span in ranges:
         start = span.get("start") if isinstance(span, dict) else None
         if not isinstance(start, dict):
+            out.append(None)
             continue
         end = span.get("end")
         if not isinstance(end, dict):
             end = start
-        if document is not None:  # malformed numbers count as 0, as _int has them
-            line, column = document.model_position(start, encoding)
-            end_line, end_column = document.model_position(end, encoding)
-        else:
-            line, column = _int(start.get("line")) + 1, _int(start.get("character")) + 1
-            end_line, end_column = _int(end.get("line")) + 1, _int(end.get("character")) + 1
-        key = (line, column, end_line, end_column)
-        if key in seen:
-            continue
-        seen.add(key)
-        site: dict[str, Any] = {"line": line, "column": column}
-        if end_line != line:
-            site["endLine"] = end_line
-        site["endColumn"] = end_column
-        sites.append(site)
-    sites.sort(key=lambda site: (site["line"], site["column"]))
-    return sites
+        out.append(
+            (
+                _int(start.get("line")) + 1,
+                _int(start.get("character")) + 1,
+                _int(end.get("line")) + 1,
+                _int(end.get("character")) + 1,
+            )
+        )
+    return out

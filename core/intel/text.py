@@ -13,6 +13,7 @@ navigation share one read per file), bounded in size so a minified bundle cannot
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final, Protocol
 
@@ -87,6 +88,68 @@ class Document:
                     return line + 1, (character if character < len(text) else len(text)) + 1
         line, character = _position_values(position)
         return line + 1, self.column_index(line, character, encoding) + 1
+
+    def model_ranges(
+        self, spans: Sequence[Any], encoding: PositionEncoding
+    ) -> list[tuple[int, int, int, int] | None]:
+        """Each LSP ``Range`` of ``spans`` as the model's 1-based ``(line, column, end line, end column)``,
+        in order: None for an entry without a ``start`` object, and an ``end`` that is not an object
+        counts as the start. Each position converts as :meth:`model_position` converts it (malformed
+        numbers count as 0).
+
+        One call for all the ranges of one file (a popular function's call sites come by the hundred),
+        with the common case (well-formed positions on ASCII lines) converted inline.
+        """
+        lines = self._lines
+        count = len(lines)
+        out: list[tuple[int, int, int, int] | None] = []
+        append = out.append
+        for span in spans:
+            try:  # the common case: well-formed positions on ASCII lines, converted inline
+                start, end = span["start"], span["end"]
+                line, character = start["line"], start["character"]
+                end_line, end_character = end["line"], end["character"]
+                if (
+                    type(line) is int
+                    and type(character) is int
+                    and type(end_line) is int
+                    and type(end_character) is int
+                    and 0 <= line < count
+                    and 0 <= end_line < count
+                    and character >= 0
+                    and end_character >= 0
+                ):
+                    text = lines[line]
+                    if end_line == line:
+                        end_text = text
+                        ascii_ = text.isascii()
+                    else:
+                        end_text = lines[end_line]
+                        ascii_ = text.isascii() and end_text.isascii()
+                    if ascii_:  # code units are characters: no conversion
+                        size, end_size = len(text), len(end_text)
+                        append(
+                            (
+                                line + 1,
+                                (character if character < size else size) + 1,
+                                end_line + 1,
+                                (end_character if end_character < end_size else end_size) + 1,
+                            )
+                        )
+                        continue
+            except (KeyError, TypeError):  # not objects, or missing keys: the general rule below
+                pass
+            append(self._model_range(span, encoding))
+        return out
+
+    def _model_range(self, span: Any, encoding: PositionEncoding) -> tuple[int, int, int, int] | None:
+        start = span.get("start") if isinstance(span, dict) else None
+        if not isinstance(start, dict):
+            return None
+        end = span.get("end")
+        if not isinstance(end, dict):
+            end = start
+        return (*self.model_position(start, encoding), *self.model_position(end, encoding))
 
 
 def _position_values(position: Any) -> tuple[int, int]:
