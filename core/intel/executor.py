@@ -35,7 +35,7 @@ import time
 from collections.abc import Awaitable, Callable, Sized
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any, Final, Generic, TypeVar, cast
+from typing import Any, Final, Generic, TypeVar
 
 from kandev_lsp.cancel import CancelToken
 from kandev_lsp.session import log_event
@@ -351,7 +351,7 @@ async def run_provider(
             result = out_of_time()
             break
         if error is None:
-            answer = cast(T, value)  # what the server answered (null included)
+            answer: T = value  # type: ignore[assignment]  # what the server answered (null included)
             warming = ready_for is None or ready_for + (time.monotonic() - start) < WARMUP_WINDOW
             if warmup and warming and is_empty(answer) and warmups < len(policy.warmup_delays):
                 delay = policy.warmup_delays[warmups]

@@ -56,13 +56,18 @@ def watched_lookup(
     """
     check = workspace.uri_lookup()
     roots: list[bool] = []  # roots_in_place(), asked at the first remembered file of the call
+    answered: dict[str, WorkspaceFile] = {}  # this call's trusted answers (each file is asked twice)
 
     def lookup(uri: str) -> WorkspaceFile | IntelError:
+        again = answered.get(uri)
+        if again is not None:
+            return again
         memo = placed.get(uri)
         if memo is not None and watch.vouches(memo[0].absolute, memo[1]):
             if not roots:
                 roots.append(workspace.roots_in_place())
             if roots[0]:
+                answered[uri] = memo[0]
                 return memo[0]
         layout = watch.layout  # before the check: a change after it is counted
         found = check(uri)
@@ -122,10 +127,11 @@ class PlacedTargets(Generic[S]):
 
     def __init__(self, workspace: Workspace) -> None:
         self._workspace = workspace
+        self._multi_root = workspace.multi_root  # the roots are fixed for the workspace's life
         self._entries: dict[tuple[str, str | None], _Target[S]] = {}
 
     def _key(self, path: str, root_id: str | None) -> tuple[str, str | None] | None:
-        return (path, root_id) if root_id is not None or not self._workspace.multi_root else None
+        return (path, root_id) if root_id is not None or not self._multi_root else None
 
     def known(self, path: str, root_id: str | None) -> tuple[WorkspaceFile, S] | None:
         """Where ``path`` was placed last (to drain that server's watch before :meth:`vouched`)."""

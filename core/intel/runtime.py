@@ -351,6 +351,16 @@ class ManagedServer:
         async with self._lock:
             return await self._sync(file)
 
+    def watched_document(self, file: WorkspaceFile) -> Document | None:
+        """The file's open document when the disk watch says it is unchanged since the last drain, else
+        None (then :meth:`sync`). Right after :meth:`refresh`, in the same step of a tool call, that is
+        :meth:`sync`'s answer without its lock and ``stat`` (issue 9); later the drain is stale: use
+        :meth:`sync`."""
+        synced = self.documents.get(file.uri)
+        if synced is None or synced.document is None:
+            return None
+        return synced.document if self.disk_watch.unchanged(file.absolute, file.root.path) else None
+
     async def _sync(self, file: WorkspaceFile) -> Document:
         synced = self.documents.get(file.uri)
         if synced is not None and synced.document is not None and _stamp(file.absolute) == synced.stamp:

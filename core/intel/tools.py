@@ -159,13 +159,16 @@ class LspReadTools:
             server.in_flight -= 1
 
     async def _open(self, server: ManagedServer, file: WorkspaceFile, deadline: Deadline) -> Document:
-        """The file as ``server`` has it (after the re-sync), once the server is ready."""
-        if file.uri not in server.documents:
-            key = (id(server), file.uri)
-            if key not in self.opened and len(self.opened) >= _MAX_OPENED:
-                self.opened.pop(next(iter(self.opened)))
-            self.opened[key] = time.monotonic()
-        document = await server.sync(file)
+        """The file as ``server`` has it, once the server is ready. Call right after the re-sync (no
+        await between): the disk watch's word from its drain then spares :meth:`ManagedServer.sync`."""
+        document = server.watched_document(file)
+        if document is None:
+            if file.uri not in server.documents:
+                key = (id(server), file.uri)
+                if key not in self.opened and len(self.opened) >= _MAX_OPENED:
+                    self.opened.pop(next(iter(self.opened)))
+                self.opened[key] = time.monotonic()
+            document = await server.sync(file)
         await server.wait_ready(deadline)
         return document
 

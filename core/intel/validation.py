@@ -180,13 +180,19 @@ _TYPE_CHECKS: Final[Mapping[str, Callable[[Any], bool]]] = {
 }
 
 
+#: The schema types an ``isinstance`` decides alone (booleans are ints, so integer and number are not).
+_PLAIN_TYPES: Final[Mapping[str, type]] = {"object": dict, "string": str, "boolean": bool, "array": list}
+
+
 def compile_check(schema: Mapping[str, Any]) -> Callable[[Any], bool]:
     """Whether a value is valid against ``schema``: ``validate(schema, value) == []``, decided without
     building any message or dotted path (issue 9 overhead goal: a valid call, the usual one, pays only
     its checks). Compile once per schema; ask :func:`validate` for the problems of a value it refuses.
     """
     expected = schema.get("type")
-    type_ok = _TYPE_CHECKS[expected] if expected is not None else None
+    # A plain class where isinstance decides the type alone (no call per value); a check otherwise.
+    plain = _PLAIN_TYPES.get(expected) if expected is not None else None
+    type_ok = _TYPE_CHECKS[expected] if expected is not None and plain is None else None
     enum = schema.get("enum")
     min_length = schema.get("minLength")
     low, high = schema.get("minimum"), schema.get("maximum")
@@ -198,7 +204,10 @@ def compile_check(schema: Mapping[str, Any]) -> Callable[[Any], bool]:
     closed = schema.get("additionalProperties") is False
 
     def check(value: Any) -> bool:
-        if type_ok is not None and not type_ok(value):
+        if plain is not None:
+            if not isinstance(value, plain):
+                return False
+        elif type_ok is not None and not type_ok(value):
             return False
         if enum is not None and value not in enum:
             return False

@@ -107,12 +107,24 @@ async def _stat_checks(
         first = await service.dispatch("code_navigate", references, SLOW)
         assert first["totalFound"] == 5 + 3 * MODULES, first  # an import and two calls each
         await service.dispatch("code_navigate", references, SLOW)  # the seen files are now watched
+        await service.dispatch("code_navigate", references, SLOW)  # and vouched for by the watch
         monkeypatch.setattr(runtime, "_stamp", counted)
+        watch = service.pool.servers[0].disk_watch
+        asked: list[str] = []
+        unchanged = watch.unchanged
+
+        def counted_unchanged(path: str, root: str) -> bool:
+            asked.append(path)
+            return unchanged(path, root)
+
+        monkeypatch.setattr(watch, "unchanged", counted_unchanged)
         for _ in range(3):
             again = await service.dispatch("code_navigate", references, SLOW)
             assert again["files"] == first["files"]
         # Before: one stat per open document and per file seen in an answer (2 + MODULES + 1) per call.
         assert len(stats) <= 3, f"{len(stats)} stats in 3 warm calls"
+        # And the re-sync no longer even asks the watch about each of them (O(changed files)).
+        assert len(asked) <= 3, f"the watch was asked about {len(asked)} files in 3 warm calls"
         # The agent edits a seen file with plain file tools: announced before the next query, which
         # answers about the new text (greet's calls two lines further down).
         edited = folder / "mod3.py"
