@@ -215,3 +215,42 @@ def test_a_repeated_target_is_checked_again_only_when_its_path_changed(
     outside = tmp_path / "secret.py"
     outside.write_text((folder / "mod0.py").read_text())
     asyncio.run(_target_memo_checks(folder, outside, real_servers, tag))
+
+
+async def _hover_cancel_checks(folder: Path, real_servers: RealServers, tag: str) -> None:
+    hover = {"target": {"path": "mod0.py", "line": 6, "matchText": "x"}}  # in greet(x, True): both asked
+    async with _service(folder, real_servers, tag) as service:
+        first = await service.dispatch("code_hover", hover, SLOW)
+        assert first["ok"], first
+        server = service.pool.servers[0]
+        started: list[str] = []
+        cancelled: list[str] = []
+        both = asyncio.Event()
+
+        async def hanging(method: str, params: Any, timeout: float) -> Any:  # fault injection
+            started.append(method)
+            if len(started) == 2:
+                both.set()
+            try:
+                await asyncio.Event().wait()
+            except asyncio.CancelledError:
+                cancelled.append(method)
+                raise
+
+        server.request = hanging  # type: ignore[method-assign]
+        call = asyncio.ensure_future(service.dispatch("code_hover", hover, SLOW))
+        await asyncio.wait_for(both.wait(), 30)
+        assert sorted(started) == ["textDocument/hover", "textDocument/signatureHelp"], started
+        call.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await call
+        await asyncio.sleep(0)  # the signature help task's cancellation runs
+        assert sorted(cancelled) == sorted(started), cancelled
+
+
+def test_a_cancelled_hover_cancels_its_parallel_signature_help(
+    tmp_path: Path, real_servers: RealServers, tag: str
+) -> None:
+    """Hover asks signature help in a task of its own (issue 9): cancelling the call cancels both reads,
+    as gather did; nothing is left asking the server."""
+    asyncio.run(_hover_cancel_checks(_project_with_callers(tmp_path / "py"), real_servers, tag))
