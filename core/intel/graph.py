@@ -112,14 +112,13 @@ class _Walk:
         self.failures: list[dict[str, Any]] = []
         self.truncated_by: set[str] = set()
         self.omitted = 0
-        calls = kind in ("callers", "callees")
-        #: the edge's two ends: which comes first (the neighbour for callers and subtypes), named how
-        self.neighbour_first = kind in ("callers", "subtypes")
-        self.labels = ("caller", "callee") if calls else ("subtype", "supertype")
 
     def node(self, item: dict[str, Any], depth: int) -> tuple[dict[str, Any] | None, bool]:
         """The node of ``item`` (new or seen before) and whether it is new; None when refused."""
-        uri, name = item.get("uri"), item.get("name")
+        try:
+            uri, name = item["uri"], item["name"]
+        except KeyError:
+            uri = name = None
         if not isinstance(uri, str) or not isinstance(name, str):
             self.omitted += 1
             return None, False
@@ -146,9 +145,8 @@ class _Walk:
         absolute = file.absolute
         key = (absolute, line, character, name)
         nodes = self.nodes
-        node = nodes.get(key)
-        if node is not None:
-            return node, False
+        if key in nodes:
+            return nodes[key], False
         if len(nodes) >= self.max_nodes:
             self.truncated_by.add("nodes")
             return None, False
@@ -187,21 +185,6 @@ class _Walk:
             node["detail"] = detail[:120]
         nodes[key] = node
         return node, True
-
-    def edge(self, expanded: dict[str, Any], neighbour: dict[str, Any], sites: list[dict[str, Any]]) -> None:
-        """Record the edge between ``expanded`` and its ``neighbour`` once (the first one's call sites)."""
-        first, second = (neighbour, expanded) if self.neighbour_first else (expanded, neighbour)
-        key = (first["id"], second["id"])
-        if key in self.edges:
-            return
-        if len(self.edges) >= self.budgets.max_edges:
-            self.truncated_by.add("edges")
-            return
-        label, other = self.labels
-        edge = {label: key[0], other: key[1]}
-        if sites:
-            edge["callSites"] = sites
-        self.edges[key] = edge
 
 
 async def traverse(
@@ -247,7 +230,10 @@ async def traverse(
                 return error
 
     calls = kind in ("callers", "callees")
-    node_of = walk.node
+    node_of, documents, edges, max_edges = walk.node, walk.documents, walk.edges, budgets.max_edges
+    #: an edge's two ends: the neighbour first for callers (it calls) and subtypes (it extends)
+    neighbour_first = kind in ("callers", "subtypes")
+    first_label, second_label = ("caller", "callee") if calls else ("subtype", "supertype")
     depth_reached = 0
     for depth in range(1, budgets.depth + 1):
         if not frontier:
@@ -283,13 +269,24 @@ async def traverse(
                     merged[neighbour["id"]] = [neighbour_item, neighbour, new, pooled]
                 elif pooled:
                     seen[3] = [*seen[3], *pooled]
+            expanded_id = expanded["id"]
             for neighbour_item, neighbour, new, ranges in merged.values():
+                neighbour_id = neighbour["id"]
                 if calls and ranges:
-                    caller = neighbour if kind == "callers" else expanded
-                    sites = _sites(walk.documents[caller["id"]], ranges, encoding)
+                    caller_id = neighbour_id if neighbour_first else expanded_id
+                    sites = _sites(documents[caller_id], ranges, encoding)
                 else:
                     sites = []
-                walk.edge(expanded, neighbour, sites)
+                # the edge, once (the first one's call sites)
+                key = (neighbour_id, expanded_id) if neighbour_first else (expanded_id, neighbour_id)
+                if key not in edges:
+                    if len(edges) >= max_edges:
+                        walk.truncated_by.add("edges")
+                    else:
+                        edge = {first_label: key[0], second_label: key[1]}
+                        if sites:
+                            edge["callSites"] = sites
+                        edges[key] = edge
                 if depth == 1:
                     entry = neighbour.copy()
                     del entry["depth"]

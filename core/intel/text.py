@@ -121,13 +121,13 @@ class Document:
                 ):
                     text = lines[line]
                     if end_line == line:
-                        end_text = text
                         ascii_ = text.isascii()
+                        size = end_size = len(text)
                     else:
                         end_text = lines[end_line]
                         ascii_ = text.isascii() and end_text.isascii()
-                    if ascii_:  # code units are characters: no conversion
                         size, end_size = len(text), len(end_text)
+                    if ascii_:  # code units are characters: no conversion
                         append(
                             (
                                 line + 1,
