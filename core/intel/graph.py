@@ -199,14 +199,19 @@ async def traverse(
     budgets: GraphBudgets = GraphBudgets(),
     limit: int = 100,
     lookup: Callable[[str], WorkspaceFile | IntelError] | None = None,
+    checked: dict[str, WorkspaceFile | None] | None = None,
 ) -> dict[str, Any]:
     """Walk the hierarchy from ``roots`` (see the module docstring); ``kind`` is one of :data:`KINDS`.
 
     :param lookup: the operation's :meth:`Workspace.uri_lookup` when the caller looks the files up too.
+    :param checked: filled with the path check of each URI the walk looked up (its file, or None when
+        refused), so the caller's own use of the same files needs no second check.
     """
     if kind not in KINDS:
         raise ValueError(f"kind must be one of {', '.join(KINDS)}, got {kind!r}")
     walk = _Walk(kind, workspace, texts, encoding, budgets, lookup)
+    if checked is not None:
+        walk.found = checked
     started = deadline.elapsed()
     frontier: list[tuple[dict[str, Any], dict[str, Any]]] = []
     root_ids: list[str] = []

@@ -280,3 +280,28 @@ def test_repeated_caller_entries_merge_in_the_callers_file(workspace: Workspace)
     assert [(i["name"], i["callSites"]) for i in result["items"]] == [
         ("b", [{"line": 5, "column": 5, "endColumn": 6}])
     ]
+
+
+def test_the_walks_path_checks_are_shared_with_the_caller(workspace: Workspace) -> None:
+    """Each URI is checked once per call (B8.11), and the caller (which re-syncs the graph's files)
+    gets the checks rather than making them again: a refused URI is there as None."""
+    asked: list[str] = []
+    check = workspace.uri_lookup()
+
+    def lookup(uri: str) -> Any:
+        asked.append(uri)
+        return check(uri)
+
+    checked: dict[str, Any] = {}
+    walk(
+        workspace,
+        "a",
+        callees_of(workspace),
+        "callees",
+        budgets=GraphBudgets(depth=4),
+        lookup=lookup,
+        checked=checked,
+    )
+    inside, outside = _item(workspace, "a")["uri"], _item(workspace, "print")["uri"]
+    assert sorted(asked) == sorted({inside, outside})  # five nodes in one file, a cycle, one call out
+    assert checked[inside] == workspace.resolve("m.py") and checked[outside] is None
