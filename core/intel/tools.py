@@ -462,6 +462,7 @@ class LspReadTools:
                 return out
 
             lookup = server.uri_lookup(self.workspace)
+            checked: dict[str, WorkspaceFile | None] = {}  # the walk's path checks, by URI
             result = await traverse(
                 [item for item in roots or [] if isinstance(item, dict)],
                 expand,
@@ -473,10 +474,12 @@ class LspReadTools:
                 budgets=GraphBudgets(depth=args.depth),
                 limit=args.limit,
                 lookup=lookup,
+                checked=checked,
             )
             # B8.12 as for navigation: a file the graph showed is re-announced when it changes on disk,
             # and (being watched) its later text reads reuse the re-sync's stamps.
-            server.saw(f for f in map(lookup, uris) if isinstance(f, WorkspaceFile))
+            files = [checked[uri] if uri in checked else lookup(uri) for uri in uris]
+            server.saw([f for f in files if isinstance(f, WorkspaceFile)])
             out = {"target": resolved.to_json(), **result, "provider": meta}
             if args.kind in _USES:
                 self._add_scope(out, server)
