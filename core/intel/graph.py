@@ -14,6 +14,12 @@ Nodes are deduplicated by identity (several entries for one neighbour become one
 pooled, each site once), so a cycle (``a`` calls ``b`` calls ``a``) adds the edge back and
 does not recurse. Budgets bound the walk: the tool call's deadline, the depth, a node count and an edge
 count. Items outside the workspace (a call into the standard library) are omitted and counted (B8.11).
+
+Cost (issue 9: a tool call may add 5 % + 1 ms to the raw request, and a popular function has hundreds of
+callers): each URI is checked and each file's text looked up once per call, a node's call sites are
+converted in one pass over its file's text (:meth:`~kandev_lsp.intel.text.Document.model_ranges`), and
+the well-formed answer, the usual one, takes the short path through each check; malformed values take
+the general one and come out as before (``tests/intel/test_graph_reference.py`` holds the two equal).
 """
 
 from __future__ import annotations
@@ -86,20 +92,15 @@ class _Walk:
 
     def __init__(
         self,
-        kind: str,
-        workspace: Workspace,
+        lookup: Callable[[str], WorkspaceFile | IntelError],
         texts: TextSource,
         encoding: PositionEncoding,
-        budgets: GraphBudgets,
-        lookup: Callable[[str], WorkspaceFile | IntelError] | None = None,
+        max_nodes: int,
     ) -> None:
-        self.kind = kind
-        self.workspace = workspace
-        self.lookup = lookup if lookup is not None else workspace.uri_lookup()
+        self.lookup = lookup
         self.texts = texts
         self.encoding = encoding
-        self.budgets = budgets
-        self.max_nodes = budgets.max_nodes
+        self.max_nodes = max_nodes
         self.nodes: dict[tuple[str, int, int, str], dict[str, Any]] = {}
         self.ids: set[str] = set()
         #: node id -> its file's text (call sites are converted with the caller's text)
@@ -209,7 +210,7 @@ async def traverse(
     """
     if kind not in KINDS:
         raise ValueError(f"kind must be one of {', '.join(KINDS)}, got {kind!r}")
-    walk = _Walk(kind, workspace, texts, encoding, budgets, lookup)
+    walk = _Walk(lookup or workspace.uri_lookup(), texts, encoding, budgets.max_nodes)
     if checked is not None:
         walk.found = checked
     started = deadline.elapsed()
