@@ -318,7 +318,10 @@ class ManagedServer:
         return method is not None and bool(self.client.endpoint.registrations.for_method(method))
 
     async def request(self, method: str, params: Any, timeout: float) -> Any:
-        """One request (used as the executor's ``call``); ``ProviderUnavailable`` once the server is gone."""
+        """One request (used as the executor's ``call``); ``ProviderUnavailable`` once the server is gone.
+
+        It ends itself with the client's ``RequestTimeout`` (a ``TimeoutError``, ``$/cancelRequest`` sent)
+        once ``timeout`` passes: the tools run it ``self_timed``, without a timer of the executor's own."""
         if self.client.closed:
             raise ProviderUnavailable(
                 f"the {self.name} server stopped ({self.client.closed_reason}); ask again to restart it"
