@@ -27,7 +27,7 @@ import json.encoder
 import textwrap
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Final, TypeGuard
+from typing import Any, Final, NamedTuple, TypeGuard
 
 from kandev_lsp.intel.errors import IntelError
 from kandev_lsp.intel.text import Document, PositionEncoding, TextSource
@@ -61,11 +61,11 @@ _BEFORE_MATCH: Final = 80
 _encode_string: Final = json.encoder.encode_basestring
 
 
-@dataclass(slots=True)
-class RawLocation:
+class RawLocation(NamedTuple):
     """One server location: its URI, the range to point at, and the declaration's range if known.
 
-    A value (nothing mutates it), not ``frozen``: one is built per location of a large answer.
+    A tuple: one is made per location of a large answer, and :func:`normalize_locations` makes them
+    without a Python-level constructor call.
     """
 
     uri: str
@@ -111,20 +111,41 @@ def normalize_locations(result: Any) -> list[RawLocation]:
     """
     items = result if isinstance(result, list) else [result]
     found: list[RawLocation] = []
+    append, new = found.append, tuple.__new__
     for item in items:
-        if not isinstance(item, dict):
-            continue
-        if isinstance(item.get("targetUri"), str):
-            target_range = item.get("targetRange")
-            selection = item.get("targetSelectionRange")
-            point = selection if _range_ok(selection) else target_range
-            if _range_ok(point):
-                found.append(
-                    RawLocation(item["targetUri"], point, target_range if _range_ok(target_range) else None)
-                )
-        elif isinstance(item.get("uri"), str) and _range_ok(item.get("range")):
-            found.append(RawLocation(item["uri"], item["range"]))
+        if type(item) is dict and "targetUri" not in item:  # a Location, the common answer: checked inline
+            uri = item.get("uri")
+            if type(uri) is str:
+                span: Any = item.get("range")
+                try:  # a missing key or a non-dict raises; so does ``|`` on anything but integers (a JSON
+                    # true or false counts as 1 or 0, as in Python: harmless, and checked as any line)
+                    start, end = span["start"], span["end"]
+                    well_formed = (start["line"] | start["character"] | end["line"] | end["character"]) >= 0
+                except (KeyError, TypeError):
+                    well_formed = False
+                if well_formed:
+                    append(new(RawLocation, (uri, span, None)))
+                continue
+        location = _location_of(item)
+        if location is not None:
+            append(location)
     return found
+
+
+def _location_of(item: Any) -> RawLocation | None:
+    """Any item of an answer (a ``LocationLink``, or a ``Location`` in an unusual shape), or None."""
+    if not isinstance(item, dict):
+        return None
+    if isinstance(item.get("targetUri"), str):
+        target_range = item.get("targetRange")
+        selection = item.get("targetSelectionRange")
+        point = selection if _range_ok(selection) else target_range
+        if _range_ok(point):
+            return RawLocation(item["targetUri"], point, target_range if _range_ok(target_range) else None)
+        return None
+    if isinstance(item.get("uri"), str) and _range_ok(item.get("range")):
+        return RawLocation(item["uri"], item["range"])
+    return None
 
 
 def _cut(text: str, index: int) -> str:
@@ -189,13 +210,19 @@ def build_locations(
     # Keyed by the model-facing path (one per real file), so the tuples sort into the output's order.
     unique: dict[tuple[str, int, int, int, int], tuple[WorkspaceFile, RawLocation]] = {}
     lookup = lookup or workspace.uri_lookup()
+    looked_up: dict[str, WorkspaceFile | None] = {}  # an answer names a file once per location in it
     for location in raw:
-        file = lookup(location.uri)
-        if not isinstance(file, WorkspaceFile):
-            reason = "outsideWorkspace" if location.uri.lower().startswith("file:") else "nonFileUri"
+        uri, span, _ = location
+        if uri in looked_up:
+            file = looked_up[uri]
+        else:
+            found = lookup(uri)
+            file = looked_up[uri] = found if isinstance(found, WorkspaceFile) else None
+        if file is None:
+            reason = "outsideWorkspace" if uri.lower().startswith("file:") else "nonFileUri"
             omitted[reason] = omitted.get(reason, 0) + 1
             continue
-        start, end = location.range["start"], location.range["end"]
+        start, end = span["start"], span["end"]
         key = (file.display, start["line"], start["character"], end["line"], end["character"])
         if key not in unique:
             unique[key] = (file, location)
@@ -207,12 +234,16 @@ def build_locations(
     shown = 0
     truncated_by: str | None = None
     limit, max_chars = options.limit, options.max_chars
+    text_of: WorkspaceFile | None = None
+    document: Document | None = None
     for key in sorted(unique):
         if shown >= limit:
             truncated_by = "limit"
             break
         file, location = unique[key]
-        entry, size = _location(file, location, texts, encoding, options, body_range)
+        if file is not text_of:  # sorted by path: a file's locations are adjacent
+            text_of, document = file, texts.document(file)
+        entry, size = _location(file, location, document, encoding, options, body_range)
         if key[0] != group_path:
             size += len(key[0]) + 40  # the group: its path and keys
         if used + size > max_chars and "body" in entry:
@@ -275,13 +306,19 @@ _KEY_SIZES: dict[str, int] = {}
 #: next entry, plus the ``", "`` between the entry's items (``_location`` sizes entries without encoding).
 _PLAIN_KEYS: Final = {key: len(_encode_string(key)) + 2 for key in ("line", "column", "endLine", "endColumn")}
 _SNIPPET_KEY: Final = len(_encode_string("snippet")) + 2
+#: The fixed part of an entry with line, column, endColumn and snippet (keys, braces, separators), and of
+#: one with endLine as well.
+_FOUR_KEYS: Final = (
+    4 + 2 * 3 + _PLAIN_KEYS["line"] + _PLAIN_KEYS["column"] + _PLAIN_KEYS["endColumn"] + _SNIPPET_KEY
+)
+_FIVE_KEYS: Final = _FOUR_KEYS + 2 + _PLAIN_KEYS["endLine"]
 _START_KEY: Final = len(_encode_string("snippetStartLine")) + 2
 
 
 def _location(
     file: WorkspaceFile,
     location: RawLocation,
-    texts: TextSource,
+    document: Document | None,
     encoding: PositionEncoding,
     options: LocationOptions,
     body_range: BodyRangeFinder | None,
@@ -289,21 +326,39 @@ def _location(
     """One location's entry and its size in the result's JSON (:func:`_size`'s measure, computed as the
     entry is built: this runs for every location of an answer)."""
     start, end = location.range["start"], location.range["end"]
-    document = texts.document(file)
     if document is None:  # unreadable (binary, too large, gone): positions as the server gave them
         entry: dict[str, Any] = {"line": start["line"] + 1, "column": start["character"] + 1}
         return entry, _size(entry)
-    line, column = document.model_position(start, encoding)
-    end_line, end_column = document.model_position(end, encoding)
-    entry = {"line": line, "column": column}
-    size = 6 + _PLAIN_KEYS["line"] + len(str(line)) + _PLAIN_KEYS["column"] + len(str(column))
-    if end_line != line:
-        entry["endLine"] = end_line
-        size += 2 + _PLAIN_KEYS["endLine"] + len(str(end_line))
-    entry["endColumn"] = end_column
-    text, first = snippet(document, line - 1, column - 1, options.context)
-    entry["snippet"] = text
-    size += 4 + _PLAIN_KEYS["endColumn"] + len(str(end_column)) + _SNIPPET_KEY + len(_encode_string(text))
+    line, character = start["line"], start["character"]
+    text = document.line(line)
+    if text.isascii():  # code units are characters (nearly all code): no conversion
+        column = (character if character < len(text) else len(text)) + 1
+    else:
+        column = document.column_index(line, character, encoding) + 1
+    end_line, character = end["line"], end["character"]
+    end_text = text if end_line == line else document.line(end_line)
+    if end_text.isascii():
+        end_column = (character if character < len(end_text) else len(end_text)) + 1
+    else:
+        end_column = document.column_index(end_line, character, encoding) + 1
+    line += 1
+    end_line += 1
+    if options.context == 0:  # the trimmed line (the common case inline)
+        shown, first = (text if len(text) <= SNIPPET_LINE_CHARS else _cut(text, column - 1)).strip(), line
+    else:
+        shown, first = snippet(document, line - 1, column - 1, options.context)
+    if end_line == line:
+        entry = {"line": line, "column": column, "endColumn": end_column, "snippet": shown}
+        size = _FOUR_KEYS + len(f"{line}{column}{end_column}") + len(_encode_string(shown))
+    else:
+        entry = {
+            "line": line,
+            "column": column,
+            "endLine": end_line,
+            "endColumn": end_column,
+            "snippet": shown,
+        }
+        size = _FIVE_KEYS + len(f"{line}{column}{end_line}{end_column}") + len(_encode_string(shown))
     if first != line:
         entry["snippetStartLine"] = first
         size += 2 + _START_KEY + len(str(first))

@@ -78,6 +78,30 @@ def test_normalize_accepts_every_shape() -> None:
     assert normalize_locations([without_selection])[0].range == _range(0, 0, 4, 1)
 
 
+@pytest.mark.parametrize(
+    "span",
+    [
+        None,
+        [],
+        "0:0",
+        {"start": {"line": 0, "character": 0}},
+        {"start": {"line": 0, "character": 0}, "end": []},
+        {"start": {"line": -1, "character": 0}, "end": {"line": 0, "character": 0}},
+        {"start": {"line": 0, "character": 0}, "end": {"line": 0, "character": -5}},
+        {"start": {"line": 0.0, "character": 0}, "end": {"line": 0, "character": 0}},
+        {"start": {"line": "0", "character": 0}, "end": {"line": 0, "character": 0}},
+        {"start": {"line": 0, "character": None}, "end": {"line": 0, "character": 0}},
+        {"start": {"line": {}, "character": {}}, "end": {"line": {}, "character": {}}},
+        {"start": {"character": 0}, "end": {"line": 0, "character": 0}},
+    ],
+)
+def test_a_malformed_range_drops_its_location_and_keeps_the_rest(span: Any) -> None:
+    good = {"uri": "file:///w/a.ts", "range": _range(1, 2, 1, 5)}
+    assert normalize_locations([{"uri": "file:///w/b.ts", "range": span}, good]) == [
+        RawLocation("file:///w/a.ts", _range(1, 2, 1, 5))
+    ]
+
+
 def test_references_grouped_by_file_with_relative_paths_and_snippets(workspace: Workspace) -> None:
     a, b = _uri(workspace, "src/a.ts"), _uri(workspace, "src/b.ts")
     answer = [_loc(a, 3, 12, 23), _loc(b, 0, 16, 27), _loc(a, 0, 9, 20), _loc(a, 3, 12, 23)]  # one duplicate
@@ -269,6 +293,88 @@ def test_the_size_of_an_entry_is_its_json_length(entry: dict[str, Any]) -> None:
     assert _size(entry) == len(json.dumps(entry, ensure_ascii=False)) + 2
 
 
+def _budgeted(full: dict[str, Any], max_chars: int, limit: int) -> dict[str, Any]:
+    """What the size budget keeps of an unbudgeted result, written plainly: 120 characters for the
+    envelope, each entry at its JSON size plus its separator, each new group at its path plus 40, a body
+    dropped before its location."""
+    from kandev_lsp.intel.output import _size
+
+    used, files, shown = 120, [], 0
+    by = "limit"
+    for group in full["files"]:
+        kept: list[dict[str, Any]] = []
+        for entry in group["locations"]:
+            grouping = 0 if kept else len(group["path"]) + 40
+            if used + _size(entry) + grouping > max_chars and "body" in entry:
+                entry = {k: v for k, v in entry.items() if not k.startswith("body")}
+                entry["bodyOmitted"] = "result size budget"
+            if used + _size(entry) + grouping > max_chars:
+                by = "size"
+                break
+            used += _size(entry) + grouping
+            kept.append(entry)
+            shown += 1
+        if kept:
+            files.append({"path": group["path"], "locations": kept})
+        if by == "size":
+            break
+    out = {
+        "files": files,
+        "totalFound": full["totalFound"],
+        "shown": shown,
+        "truncated": shown < full["totalFound"],
+    }
+    if shown < full["totalFound"]:
+        out["truncatedBy"] = by
+    return out
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    lines=st.lists(
+        st.text(alphabet=st.sampled_from('ab "\\\té😀\u2028\x01'), max_size=300), min_size=1, max_size=6
+    ),
+    spans=st.lists(
+        st.tuples(st.integers(0, 7), st.integers(0, 320), st.integers(0, 7), st.integers(0, 320)),
+        min_size=1,
+        max_size=40,
+    ),
+    context=st.integers(0, 3),
+    include_body=st.booleans(),
+    max_chars=st.integers(150, 6000),
+    limit=st.integers(1, 30),
+)
+def test_the_budget_keeps_what_entry_by_entry_accounting_keeps(
+    lines: list[str],
+    spans: list[tuple[int, int, int, int]],
+    context: int,
+    include_body: bool,
+    max_chars: int,
+    limit: int,
+) -> None:
+    """Whether the entries fit is decided from their JSON at once when they clearly do; the result must be
+    what counting them one by one keeps (and never over the budget), for any text, ranges and budget."""
+    workspace = Workspace([Path(__file__).parent])  # files named, their texts given: no disk per example
+    files = [workspace.resolve(Path(__file__).name), workspace.resolve("conftest.py")]
+    text = "\n".join(lines)
+    answer = [
+        {
+            "uri": files[n % 2].uri,
+            "range": {"start": {"line": sl, "character": sc}, "end": {"line": el, "character": ec}},
+        }
+        for n, (sl, sc, el, ec) in enumerate(spans)
+    ]
+
+    def build(budget: int) -> dict[str, Any]:
+        texts = TextCache({file.absolute: Document(file, text) for file in files})
+        options = LocationOptions(limit=limit, context=context, include_body=include_body, max_chars=budget)
+        return build_locations(normalize_locations(answer), workspace, texts, UTF16, options)
+
+    full, budgeted = build(10**9), build(max_chars)
+    assert budgeted == _budgeted(full, max_chars, limit)
+    assert len(json.dumps(budgeted["files"], ensure_ascii=False)) + 120 <= max_chars or not budgeted["files"]
+
+
 @settings(max_examples=300, deadline=None)
 @given(
     lines=st.lists(
@@ -287,9 +393,9 @@ def test_a_location_entry_is_sized_as_its_json(
 
     root = Workspace([Path(__file__).parent])
     file = root.resolve(Path(__file__).name)
-    texts = TextCache({file.absolute: Document(file, "\n".join(lines))})
     span = {"start": {"line": start[0], "character": start[1]}, "end": {"line": end[0], "character": end[1]}}
+    document = Document(file, "\n".join(lines))
     entry, size = _location(
-        file, RawLocation(file.uri, span), texts, UTF16, LocationOptions(context=context), None
+        file, RawLocation(file.uri, span), document, UTF16, LocationOptions(context=context), None
     )
     assert size == len(json.dumps(entry, ensure_ascii=False)) + 2
