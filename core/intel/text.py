@@ -242,7 +242,11 @@ class StampedTexts:
                 return None
             stamp = (info.st_mtime_ns, info.st_size)
         entry = self._entries.pop(file.absolute, None)
-        if entry is not None and entry[0] == stamp and (entry[1] is None or entry[1].file == file):
+        if (
+            entry is not None
+            and entry[0] == stamp
+            and (entry[1] is None or entry[1].file is file or entry[1].file == file)  # `is`: the usual case
+        ):
             self._entries[file.absolute] = entry  # most recently used last
             return entry[1]
         document = _read(file, self._max_bytes)
