@@ -204,68 +204,159 @@ def build_locations(
 ) -> dict[str, Any]:
     """The ``files`` / ``totalFound`` / ``shown`` / ``truncated`` part of a navigation result.
 
+    Locations are grouped by file first (an answer names a file once per location in it): each file is
+    looked up and read once, and its entries are built together. A file whose entries all fit the
+    budget is taken whole; otherwise they are counted one by one and the budget cuts the list there.
+
     :param lookup: the operation's :meth:`Workspace.uri_lookup` when the caller already made one.
     """
+    by_path, omitted = _by_file(raw, lookup or workspace.uri_lookup())
+    total = sum(len(spans) for _, spans in by_path.values())
+    files: list[dict[str, Any]] = []
+    used = _ENVELOPE
+    shown = 0
+    cut_by_size = False
+    for path in sorted(by_path):
+        if shown >= options.limit:
+            break
+        file, spans = by_path[path]
+        keys = sorted(spans)[: options.limit - shown]
+        entries, sizes = _entries(file, keys, spans, texts.document(file), encoding, options, body_range)
+        grouping = len(path) + _GROUP
+        if used + grouping + sum(sizes) <= options.max_chars:  # every prefix fits too: take them all
+            used += grouping + sum(sizes)
+            kept = entries
+        else:
+            kept, used = _within(entries, sizes, used, grouping, options.max_chars)
+            cut_by_size = len(kept) < len(entries)  # or it only dropped bodies: the next file may fit
+        if kept:
+            files.append({"path": path, "locations": kept})
+            shown += len(kept)
+        if cut_by_size:
+            break
+    out: dict[str, Any] = {"files": files, "totalFound": total, "shown": shown, "truncated": shown < total}
+    if shown < total:
+        out["truncatedBy"] = "size" if cut_by_size else "limit"
+    if omitted:
+        out["omitted"] = omitted
+    return out
+
+
+#: A location's range as four 0-based numbers (start line and character, end line and character).
+_Span = tuple[int, int, int, int]
+#: The budget's allowance for the result's envelope (ok, kind, target, counts) and for each file group
+#: beyond its path.
+_ENVELOPE: Final = 120
+_GROUP: Final = 40
+
+
+def _by_file(
+    raw: Sequence[RawLocation], lookup: Callable[[str], WorkspaceFile | IntelError]
+) -> tuple[dict[str, tuple[WorkspaceFile, dict[_Span, RawLocation]]], dict[str, int]]:
+    """The answer's locations inside the workspace by model-facing path (one per real file, whatever
+    URIs named it), each range once, and the count of those left out (B8.11, fail closed)."""
     omitted: dict[str, int] = {}
-    # Keyed by the model-facing path (one per real file), so the tuples sort into the output's order.
-    unique: dict[tuple[str, int, int, int, int], tuple[WorkspaceFile, RawLocation]] = {}
-    lookup = lookup or workspace.uri_lookup()
-    looked_up: dict[str, WorkspaceFile | None] = {}  # an answer names a file once per location in it
+    by_uri: dict[str, dict[_Span, RawLocation] | None] = {}
+    by_path: dict[str, tuple[WorkspaceFile, dict[_Span, RawLocation]]] = {}
     for location in raw:
         uri, span, _ = location
-        if uri in looked_up:
-            file = looked_up[uri]
+        if uri in by_uri:
+            spans = by_uri[uri]
         else:
-            found = lookup(uri)
-            file = looked_up[uri] = found if isinstance(found, WorkspaceFile) else None
-        if file is None:
+            file = lookup(uri)
+            if isinstance(file, WorkspaceFile):
+                spans = by_path.setdefault(file.display, (file, {}))[1]
+            else:
+                spans = None
+            by_uri[uri] = spans
+        if spans is None:
             reason = "outsideWorkspace" if uri.lower().startswith("file:") else "nonFileUri"
             omitted[reason] = omitted.get(reason, 0) + 1
             continue
         start, end = span["start"], span["end"]
-        key = (file.display, start["line"], start["character"], end["line"], end["character"])
-        if key not in unique:
-            unique[key] = (file, location)
-    total = len(unique)
-    files: list[dict[str, Any]] = []
-    group: list[dict[str, Any]] = []
-    group_path: str | None = None
-    used = 120  # the envelope: ok, kind, target, counts
-    shown = 0
-    truncated_by: str | None = None
-    limit, max_chars = options.limit, options.max_chars
-    text_of: WorkspaceFile | None = None
-    document: Document | None = None
-    for key in sorted(unique):
-        if shown >= limit:
-            truncated_by = "limit"
-            break
-        file, location = unique[key]
-        if file is not text_of:  # sorted by path: a file's locations are adjacent
-            text_of, document = file, texts.document(file)
-        entry, size = _location(file, location, document, encoding, options, body_range)
-        if key[0] != group_path:
-            size += len(key[0]) + 40  # the group: its path and keys
+        key = (start["line"], start["character"], end["line"], end["character"])
+        if key not in spans:
+            spans[key] = location
+    return by_path, omitted
+
+
+def _within(
+    entries: list[dict[str, Any]], sizes: list[int], used: int, grouping: int, max_chars: int
+) -> tuple[list[dict[str, Any]], int]:
+    """The entries of one file that fit, counted one by one, and the size used after them. An entry whose
+    body does not fit keeps its location without the body; the first that does not fit ends the list."""
+    kept: list[dict[str, Any]] = []
+    for entry, size in zip(entries, sizes, strict=True):
+        size += 0 if kept else grouping
         if used + size > max_chars and "body" in entry:
-            for field in ("body", "bodyStartLine", "bodyEndLine", "bodyTruncated", "bodyLines"):
-                entry.pop(field, None)
+            entry = {k: v for k, v in entry.items() if k not in _BODY_FIELDS}
             entry["bodyOmitted"] = "result size budget"
-            size = _size(entry) + (0 if key[0] == group_path else len(key[0]) + 40)
+            size = _size(entry) + (0 if kept else grouping)
         if used + size > max_chars:
-            truncated_by = "size"
             break
         used += size
-        shown += 1
-        if key[0] != group_path:
-            group_path, group = key[0], []
-            files.append({"path": group_path, "locations": group})
-        group.append(entry)
-    out: dict[str, Any] = {"files": files, "totalFound": total, "shown": shown, "truncated": shown < total}
-    if truncated_by is not None:
-        out["truncatedBy"] = truncated_by
-    if omitted:
-        out["omitted"] = omitted
-    return out
+        kept.append(entry)
+    return kept, used
+
+
+_BODY_FIELDS: Final = frozenset({"body", "bodyStartLine", "bodyEndLine", "bodyTruncated", "bodyLines"})
+
+
+def _entries(
+    file: WorkspaceFile,
+    keys: list[_Span],
+    spans: dict[_Span, RawLocation],
+    document: Document | None,
+    encoding: PositionEncoding,
+    options: LocationOptions,
+    body_range: BodyRangeFinder | None,
+) -> tuple[list[dict[str, Any]], list[int]]:
+    """The entries of one file's locations (``keys``, in order) and each one's size in the result's
+    JSON (:func:`_size`'s measure)."""
+    if document is not None and document.text.isascii() and options.context == 0 and not options.include_body:
+        return _plain_entries(document.lines, keys)
+    entries, sizes = [], []
+    for key in keys:
+        entry, size = _location(file, spans[key], document, encoding, options, body_range)
+        entries.append(entry)
+        sizes.append(size)
+    return entries, sizes
+
+
+def _plain_entries(lines: Sequence[str], keys: list[_Span]) -> tuple[list[dict[str, Any]], list[int]]:
+    """:func:`_location`'s entries for an ASCII file without context lines or bodies (nearly every
+    answer): columns are the server's characters clamped to the line, the snippet is the trimmed line.
+    Computed here in one loop because a popular symbol's answer has hundreds."""
+    entries: list[dict[str, Any]] = []
+    sizes: list[int] = []
+    count = len(lines)
+    for line, character, end_line, end_character in keys:
+        text = lines[line] if line < count else ""
+        width = len(text)
+        column = (character if character < width else width) + 1
+        shown = (text if width <= SNIPPET_LINE_CHARS else _cut(text, column - 1)).strip()
+        line += 1
+        if end_line + 1 == line:
+            end_column = (end_character if end_character < width else width) + 1
+            entries.append({"line": line, "column": column, "endColumn": end_column, "snippet": shown})
+            sizes.append(_FOUR_KEYS + len(f"{line}{column}{end_column}") + len(_encode_string(shown)))
+        else:
+            end_width = len(lines[end_line]) if end_line < count else 0
+            end_column = (end_character if end_character < end_width else end_width) + 1
+            end_line += 1
+            entries.append(
+                {
+                    "line": line,
+                    "column": column,
+                    "endLine": end_line,
+                    "endColumn": end_column,
+                    "snippet": shown,
+                }
+            )
+            sizes.append(
+                _FIVE_KEYS + len(f"{line}{column}{end_line}{end_column}") + len(_encode_string(shown))
+            )
+    return entries, sizes
 
 
 def _size(entry: dict[str, Any]) -> int:

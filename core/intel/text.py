@@ -54,6 +54,12 @@ class Document:
         """Number of lines (a final line break starts one more, empty, line, as LSP counts them)."""
         return len(self._lines)
 
+    @property
+    def lines(self) -> Sequence[str]:
+        """All lines, without their line breaks (for a caller converting many positions of one file at
+        once; :meth:`line` is the one-line way)."""
+        return self._lines
+
     def line(self, line: int) -> str:
         """Line ``line`` (0-based) without its line break; ``""`` past the end."""
         return self._lines[line] if 0 <= line < len(self._lines) else ""

@@ -221,6 +221,24 @@ def test_a_body_over_the_budget_is_dropped_before_the_location(workspace: Worksp
     assert result["truncated"] is False
 
 
+def test_a_dropped_body_does_not_end_the_list(tmp_path: Path) -> None:
+    """A body over the budget goes, its location stays, and later files that fit still come."""
+    (tmp_path / "a.py").write_text("def big():\n" + "".join(f"    step({n})\n" for n in range(150)))
+    (tmp_path / "b.py").write_text("big()\n")
+    workspace = Workspace([tmp_path])
+    link = {
+        "targetUri": workspace.resolve("a.py").uri,
+        "targetRange": _range(0, 0, 150, 0),
+        "targetSelectionRange": _range(0, 4, 0, 7),
+    }
+    answer = [link, _loc(workspace.resolve("b.py").uri, 0, 0, 3)]
+    result = _build(workspace, answer, include_body=True, max_chars=1000)
+    assert [group["path"] for group in result["files"]] == ["a.py", "b.py"]
+    assert result["files"][0]["locations"][0]["bodyOmitted"] == "result size budget"
+    assert result["files"][1]["locations"] == [{"line": 1, "column": 1, "endColumn": 4, "snippet": "big()"}]
+    assert (result["shown"], result["truncated"]) == (2, False)
+
+
 def test_uris_outside_the_workspace_are_omitted_and_counted(workspace: Workspace, tmp_path: Path) -> None:
     outside = tmp_path / "site-packages" / "lib.py"
     outside.parent.mkdir()
@@ -355,11 +373,11 @@ def test_the_budget_keeps_what_entry_by_entry_accounting_keeps(
     """Whether the entries fit is decided from their JSON at once when they clearly do; the result must be
     what counting them one by one keeps (and never over the budget), for any text, ranges and budget."""
     workspace = Workspace([Path(__file__).parent])  # files named, their texts given: no disk per example
-    files = [workspace.resolve(Path(__file__).name), workspace.resolve("conftest.py")]
+    files = [workspace.resolve(name) for name in (Path(__file__).name, "conftest.py", "intel_projects.py")]
     text = "\n".join(lines)
     answer = [
         {
-            "uri": files[n % 2].uri,
+            "uri": files[n % 3].uri,
             "range": {"start": {"line": sl, "character": sc}, "end": {"line": el, "character": ec}},
         }
         for n, (sl, sc, el, ec) in enumerate(spans)
@@ -399,3 +417,29 @@ def test_a_location_entry_is_sized_as_its_json(
         file, RawLocation(file.uri, span), document, UTF16, LocationOptions(context=context), None
     )
     assert size == len(json.dumps(entry, ensure_ascii=False)) + 2
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    lines=st.lists(st.text(alphabet=st.sampled_from(' ab"\\\t\x01'), max_size=300), min_size=1, max_size=6),
+    spans=st.lists(
+        st.tuples(st.integers(0, 7), st.integers(0, 320), st.integers(0, 7), st.integers(0, 320)), max_size=8
+    ),
+)
+def test_an_ascii_file_s_plain_entries_are_what_each_location_gives(
+    lines: list[str], spans: list[tuple[int, int, int, int]]
+) -> None:
+    """The one-loop entries of an ASCII file without context or bodies equal :func:`_location`'s, sizes
+    included (those are checked against JSON above)."""
+    from kandev_lsp.intel.output import _location, _plain_entries
+
+    root = Workspace([Path(__file__).parent])
+    file = root.resolve(Path(__file__).name)
+    document = Document(file, "\n".join(lines))
+    keys = sorted(set(spans))
+    expected = [
+        _location(file, RawLocation(file.uri, _range(*key)), document, UTF16, LocationOptions(), None)
+        for key in keys
+    ]
+    entries, sizes = _plain_entries(document.lines, keys)
+    assert list(zip(entries, sizes, strict=True)) == expected
