@@ -31,7 +31,7 @@ from typing import Any, Final, NamedTuple, TypeGuard
 
 from kandev_lsp.intel.errors import IntelError
 from kandev_lsp.intel.text import Document, PositionEncoding, TextSource
-from kandev_lsp.intel.workspace import Workspace, WorkspaceFile
+from kandev_lsp.intel.workspace import WorkspaceFile
 
 __all__ = [
     "BODY_MAX_LINES",
@@ -39,10 +39,11 @@ __all__ = [
     "DEFAULT_MAX_CHARS",
     "MAX_CONTEXT",
     "MAX_LIMIT",
+    "Located",
     "LocationOptions",
-    "RawLocation",
     "build_locations",
-    "normalize_locations",
+    "locate",
+    "lsp_range",
     "snippet",
 ]
 
@@ -71,6 +72,10 @@ class RawLocation(NamedTuple):
     uri: str
     range: dict[str, Any]
     body_range: dict[str, Any] | None = None
+
+
+#: A location's range as four 0-based numbers (start line and character, end line and character).
+_Span = tuple[int, int, int, int]
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,37 +108,9 @@ def _range_ok(value: Any) -> TypeGuard[dict[str, Any]]:
     return type(line) is int and type(character) is int and line >= 0 and character >= 0
 
 
-def normalize_locations(result: Any) -> list[RawLocation]:
-    """``Location | Location[] | LocationLink[] | null`` as :class:`RawLocation` values (B6.4).
-
-    A ``LocationLink`` points at its ``targetSelectionRange`` (the name) and keeps ``targetRange`` (the
-    whole declaration) as the body. Malformed entries are dropped.
-    """
-    items = result if isinstance(result, list) else [result]
-    found: list[RawLocation] = []
-    append, new = found.append, tuple.__new__
-    for item in items:
-        if type(item) is dict and "targetUri" not in item:  # a Location, the common answer: checked inline
-            uri = item.get("uri")
-            if type(uri) is str:
-                span: Any = item.get("range")
-                try:  # a missing key or a non-dict raises; so does ``|`` on anything but integers (a JSON
-                    # true or false counts as 1 or 0, as in Python: harmless, and checked as any line)
-                    start, end = span["start"], span["end"]
-                    well_formed = (start["line"] | start["character"] | end["line"] | end["character"]) >= 0
-                except (KeyError, TypeError):
-                    well_formed = False
-                if well_formed:
-                    append(new(RawLocation, (uri, span, None)))
-                continue
-        location = _location_of(item)
-        if location is not None:
-            append(location)
-    return found
-
-
 def _location_of(item: Any) -> RawLocation | None:
-    """Any item of an answer (a ``LocationLink``, or a ``Location`` in an unusual shape), or None."""
+    """Any item of an answer other than a plain ``Location`` (a ``LocationLink``, or a ``Location`` in
+    an unusual shape), or None when it is malformed."""
     if not isinstance(item, dict):
         return None
     if isinstance(item.get("targetUri"), str):
@@ -192,25 +169,95 @@ def _body(document: Document, body_range: dict[str, Any]) -> dict[str, Any]:
 BodyRangeFinder = Callable[[WorkspaceFile, dict[str, Any]], dict[str, Any] | None]
 
 
+@dataclass(slots=True)
+class Located:
+    """A navigation answer's locations inside the workspace, by model-facing path (one per real file,
+    whatever URIs named it), each range once, with the declaration's range a ``LocationLink`` gave; and
+    the count of those left out (B8.11, fail closed). Paths keep the answer's order."""
+
+    by_path: dict[str, tuple[WorkspaceFile, dict[_Span, dict[str, Any] | None]]]
+    omitted: dict[str, int]
+
+    @property
+    def files(self) -> list[WorkspaceFile]:
+        """The files the answer named inside the workspace, in its order."""
+        return [file for file, _ in self.by_path.values()]
+
+
+def locate(answer: Any, lookup: Callable[[str], WorkspaceFile | IntelError]) -> Located:
+    """``Location | Location[] | LocationLink[] | null`` by file (B6.4): each URI is looked up once (an
+    answer names a file once per location in it). A ``LocationLink`` points at its
+    ``targetSelectionRange`` (the name) and keeps ``targetRange`` (the whole declaration) as the body.
+    Malformed entries are dropped.
+
+    One pass, with a ``Location``'s range checked inline: a missing key or a non-dict raises, so does
+    ``|`` on anything but integers (a JSON true or false counts as 1 or 0, as in Python: harmless, and
+    checked as any line), and a negative number makes the OR negative.
+    """
+    omitted: dict[str, int] = {}
+    by_uri: dict[str, dict[_Span, dict[str, Any] | None] | None] = {}
+    by_path: dict[str, tuple[WorkspaceFile, dict[_Span, dict[str, Any] | None]]] = {}
+    for item in answer if isinstance(answer, list) else [answer]:
+        declaration = None
+        uri = item.get("uri") if type(item) is dict and "targetUri" not in item else None
+        if type(uri) is str:  # a Location, the common answer
+            span: Any = item.get("range")
+            try:
+                start, end = span["start"], span["end"]
+                line, character, end_line, end_character = (
+                    start["line"],
+                    start["character"],
+                    end["line"],
+                    end["character"],
+                )
+                if (line | character | end_line | end_character) < 0:
+                    continue
+            except (KeyError, TypeError):
+                continue
+        else:
+            location = _location_of(item)
+            if location is None:
+                continue
+            uri, declaration = location.uri, location.body_range
+            start, end = location.range["start"], location.range["end"]
+            line, character, end_line, end_character = (
+                start["line"],
+                start["character"],
+                end["line"],
+                end["character"],
+            )
+        if uri in by_uri:
+            spans = by_uri[uri]
+        else:
+            file = lookup(uri)
+            spans = (
+                by_path.setdefault(file.display, (file, {}))[1] if isinstance(file, WorkspaceFile) else None
+            )
+            by_uri[uri] = spans
+        if spans is None:
+            reason = "outsideWorkspace" if uri.lower().startswith("file:") else "nonFileUri"
+            omitted[reason] = omitted.get(reason, 0) + 1
+            continue
+        key = (line, character, end_line, end_character)
+        if key not in spans:
+            spans[key] = declaration
+    return Located(by_path, omitted)
+
+
 def build_locations(
-    raw: Sequence[RawLocation],
-    workspace: Workspace,
+    located: Located,
     texts: TextSource,
     encoding: PositionEncoding,
     options: LocationOptions = LocationOptions(),
     *,
     body_range: BodyRangeFinder | None = None,
-    lookup: Callable[[str], WorkspaceFile | IntelError] | None = None,
 ) -> dict[str, Any]:
     """The ``files`` / ``totalFound`` / ``shown`` / ``truncated`` part of a navigation result.
 
-    Locations are grouped by file first (an answer names a file once per location in it): each file is
-    looked up and read once, and its entries are built together. A file whose entries all fit the
-    budget is taken whole; otherwise they are counted one by one and the budget cuts the list there.
-
-    :param lookup: the operation's :meth:`Workspace.uri_lookup` when the caller already made one.
+    Each file is read once and its entries are built together. A file whose entries all fit the budget
+    is taken whole; otherwise they are counted one by one and the budget cuts the list there.
     """
-    by_path, omitted = _by_file(raw, lookup or workspace.uri_lookup())
+    by_path = located.by_path
     total = sum(len(spans) for _, spans in by_path.values())
     files: list[dict[str, Any]] = []
     used = _ENVELOPE
@@ -237,47 +284,15 @@ def build_locations(
     out: dict[str, Any] = {"files": files, "totalFound": total, "shown": shown, "truncated": shown < total}
     if shown < total:
         out["truncatedBy"] = "size" if cut_by_size else "limit"
-    if omitted:
-        out["omitted"] = omitted
+    if located.omitted:
+        out["omitted"] = located.omitted
     return out
 
 
-#: A location's range as four 0-based numbers (start line and character, end line and character).
-_Span = tuple[int, int, int, int]
 #: The budget's allowance for the result's envelope (ok, kind, target, counts) and for each file group
 #: beyond its path.
 _ENVELOPE: Final = 120
 _GROUP: Final = 40
-
-
-def _by_file(
-    raw: Sequence[RawLocation], lookup: Callable[[str], WorkspaceFile | IntelError]
-) -> tuple[dict[str, tuple[WorkspaceFile, dict[_Span, RawLocation]]], dict[str, int]]:
-    """The answer's locations inside the workspace by model-facing path (one per real file, whatever
-    URIs named it), each range once, and the count of those left out (B8.11, fail closed)."""
-    omitted: dict[str, int] = {}
-    by_uri: dict[str, dict[_Span, RawLocation] | None] = {}
-    by_path: dict[str, tuple[WorkspaceFile, dict[_Span, RawLocation]]] = {}
-    for location in raw:
-        uri, span, _ = location
-        if uri in by_uri:
-            spans = by_uri[uri]
-        else:
-            file = lookup(uri)
-            if isinstance(file, WorkspaceFile):
-                spans = by_path.setdefault(file.display, (file, {}))[1]
-            else:
-                spans = None
-            by_uri[uri] = spans
-        if spans is None:
-            reason = "outsideWorkspace" if uri.lower().startswith("file:") else "nonFileUri"
-            omitted[reason] = omitted.get(reason, 0) + 1
-            continue
-        start, end = span["start"], span["end"]
-        key = (start["line"], start["character"], end["line"], end["character"])
-        if key not in spans:
-            spans[key] = location
-    return by_path, omitted
 
 
 def _within(
@@ -305,7 +320,7 @@ _BODY_FIELDS: Final = frozenset({"body", "bodyStartLine", "bodyEndLine", "bodyTr
 def _entries(
     file: WorkspaceFile,
     keys: list[_Span],
-    spans: dict[_Span, RawLocation],
+    spans: dict[_Span, dict[str, Any] | None],
     document: Document | None,
     encoding: PositionEncoding,
     options: LocationOptions,
@@ -317,7 +332,7 @@ def _entries(
         return _plain_entries(document.lines, keys)
     entries, sizes = [], []
     for key in keys:
-        entry, size = _location(file, spans[key], document, encoding, options, body_range)
+        entry, size = _location(file, key, spans[key], document, encoding, options, body_range)
         entries.append(entry)
         sizes.append(size)
     return entries, sizes
@@ -408,30 +423,29 @@ _START_KEY: Final = len(_encode_string("snippetStartLine")) + 2
 
 def _location(
     file: WorkspaceFile,
-    location: RawLocation,
+    span: _Span,
+    declaration: dict[str, Any] | None,
     document: Document | None,
     encoding: PositionEncoding,
     options: LocationOptions,
     body_range: BodyRangeFinder | None,
 ) -> tuple[dict[str, Any], int]:
     """One location's entry and its size in the result's JSON (:func:`_size`'s measure, computed as the
-    entry is built: this runs for every location of an answer)."""
-    start, end = location.range["start"], location.range["end"]
+    entry is built). ``declaration`` is the range a ``LocationLink`` gave for the body, if any."""
+    line, character, end_line, end_character = span
     if document is None:  # unreadable (binary, too large, gone): positions as the server gave them
-        entry: dict[str, Any] = {"line": start["line"] + 1, "column": start["character"] + 1}
+        entry: dict[str, Any] = {"line": line + 1, "column": character + 1}
         return entry, _size(entry)
-    line, character = start["line"], start["character"]
     text = document.line(line)
     if text.isascii():  # code units are characters (nearly all code): no conversion
         column = (character if character < len(text) else len(text)) + 1
     else:
         column = document.column_index(line, character, encoding) + 1
-    end_line, character = end["line"], end["character"]
     end_text = text if end_line == line else document.line(end_line)
     if end_text.isascii():
-        end_column = (character if character < len(end_text) else len(end_text)) + 1
+        end_column = (end_character if end_character < len(end_text) else len(end_text)) + 1
     else:
-        end_column = document.column_index(end_line, character, encoding) + 1
+        end_column = document.column_index(end_line, end_character, encoding) + 1
     line += 1
     end_line += 1
     if options.context == 0:  # the trimmed line (the common case inline)
@@ -454,14 +468,18 @@ def _location(
         entry["snippetStartLine"] = first
         size += 2 + _START_KEY + len(str(first))
     if options.include_body:
-        declaration = location.body_range
         # pyright's LocationLink gives the name's line as its targetRange: the enclosing symbol is better.
         one_line = declaration is not None and declaration["start"]["line"] == declaration["end"]["line"]
         if (declaration is None or one_line) and body_range is not None:
-            declaration = body_range(file, location.range) or declaration
-        if declaration is None and end["line"] > start["line"]:
-            declaration = location.range
+            declaration = body_range(file, lsp_range(span)) or declaration
+        if declaration is None and end_line > line:
+            declaration = lsp_range(span)
         if declaration is not None and _range_ok(declaration):
             entry.update(_body(document, declaration))
             size = _size(entry)
     return entry, size
+
+
+def lsp_range(span: _Span) -> dict[str, Any]:
+    """The LSP ``Range`` of a span."""
+    return {"start": {"line": span[0], "character": span[1]}, "end": {"line": span[2], "character": span[3]}}

@@ -34,7 +34,7 @@ from kandev_lsp.intel.hints import inlay_hints, request_range
 from kandev_lsp.intel.hover import hover_text
 from kandev_lsp.intel.notices import apply_notice
 from kandev_lsp.intel.outline import document_outline, workspace_symbols
-from kandev_lsp.intel.output import LocationOptions, build_locations, normalize_locations
+from kandev_lsp.intel.output import LocationOptions, build_locations, locate
 from kandev_lsp.intel.pathmemo import PlacedTargets
 from kandev_lsp.intel.runtime import ManagedServer, ServerMissing, ServerPool
 from kandev_lsp.intel.snapshots import FileDiagnostics, diagnostic_snapshot
@@ -369,11 +369,9 @@ class LspReadTools:
                 # tsserver and gopls offer no declaration: their definition is where a name is declared.
                 asked, fallback = NAVIGATE_METHODS["definition"][0], "definition"
             value, meta = await self._value(server, asked, params, deadline, ctx)
-            raw = normalize_locations(value)
+            located = locate(value, server.uri_lookup(self.workspace))
             texts = self._texts(server)
-            lookup = server.uri_lookup(self.workspace)
-            found = map(lookup, dict.fromkeys(item.uri for item in raw))  # each file once
-            files = [f for f in found if isinstance(f, WorkspaceFile)]
+            files = located.files
             server.saw(files)
             outline_cache: dict[str, list[Any]] = {}
 
@@ -387,20 +385,18 @@ class LspReadTools:
                 return holder.range if holder is not None else None
 
             if args.include_body:  # declarations' ranges from each file's symbols (10 files at most)
-                for file in list({f.absolute: f for f in files}.values())[:10]:
+                for file in files[:10]:
                     synced = await server.sync(file)
                     outline_cache[file.absolute] = (
                         await self._symbols(server, synced, deadline, ctx)
                     ).entries
                 texts = self._texts(server)
             locations = build_locations(
-                raw,
-                self.workspace,
+                located,
                 texts,
                 server.encoding,
                 LocationOptions(args.limit, args.context, args.include_body),
                 body_range=body_range,
-                lookup=lookup,
             )
             out = {"kind": args.kind, "target": resolved.to_json(), **locations, "provider": meta}
             if fallback is not None:

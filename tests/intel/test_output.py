@@ -12,10 +12,10 @@ from hypothesis import strategies as st
 from kandev_lsp.intel.output import (
     BODY_MAX_LINES,
     DEFAULT_MAX_CHARS,
+    Located,
     LocationOptions,
-    RawLocation,
     build_locations,
-    normalize_locations,
+    locate,
 )
 from kandev_lsp.intel.text import Document, PositionEncoding, TextCache
 from kandev_lsp.intel.workspace import Workspace, WorkspaceFile
@@ -57,25 +57,33 @@ def _uri(workspace: Workspace, relative: str) -> str:
 def _build(workspace: Workspace, answer: Any, **options: Any) -> dict[str, Any]:
     max_chars = options.pop("max_chars", DEFAULT_MAX_CHARS)
     opts = LocationOptions(max_chars=max_chars, **options)
-    return build_locations(normalize_locations(answer), workspace, TextCache(), UTF16, opts)
+    return build_locations(locate(answer, workspace.uri_lookup()), TextCache(), UTF16, opts)
 
 
-def test_normalize_accepts_every_shape() -> None:
-    location = {"uri": "file:///w/a.ts", "range": _range(1, 2, 1, 5)}
+def _groups(located: Located) -> dict[str, dict[Any, Any]]:
+    return {path: spans for path, (_, spans) in located.by_path.items()}
+
+
+def test_locate_accepts_every_shape(workspace: Workspace) -> None:
+    a, b = _uri(workspace, "src/a.ts"), _uri(workspace, "src/b.ts")
+    location = {"uri": a, "range": _range(1, 2, 1, 5)}
     link = {
         "originSelectionRange": _range(9, 0, 9, 3),
-        "targetUri": "file:///w/b.ts",
+        "targetUri": b,
         "targetRange": _range(0, 0, 4, 1),
         "targetSelectionRange": _range(0, 16, 0, 27),
     }
-    assert normalize_locations(None) == []
-    assert normalize_locations(location) == [RawLocation("file:///w/a.ts", _range(1, 2, 1, 5))]
-    assert normalize_locations([location, link, {"uri": 3}, "x", {"targetUri": "file:///x"}]) == [
-        RawLocation("file:///w/a.ts", _range(1, 2, 1, 5)),
-        RawLocation("file:///w/b.ts", _range(0, 16, 0, 27), _range(0, 0, 4, 1)),
-    ]
-    without_selection = {"targetUri": "file:///w/b.ts", "targetRange": _range(0, 0, 4, 1)}
-    assert normalize_locations([without_selection])[0].range == _range(0, 0, 4, 1)
+    lookup = workspace.uri_lookup()
+    assert _groups(locate(None, lookup)) == {}
+    assert _groups(locate(location, lookup)) == {"src/a.ts": {(1, 2, 1, 5): None}}
+    mixed = locate([location, link, {"uri": 3}, "x", {"targetUri": b}, location], lookup)
+    assert _groups(mixed) == {
+        "src/a.ts": {(1, 2, 1, 5): None},
+        "src/b.ts": {(0, 16, 0, 27): _range(0, 0, 4, 1)},
+    }
+    assert [file.display for file in mixed.files] == ["src/a.ts", "src/b.ts"]
+    without_selection = {"targetUri": b, "targetRange": _range(0, 0, 4, 1)}
+    assert _groups(locate([without_selection], lookup)) == {"src/b.ts": {(0, 0, 4, 1): _range(0, 0, 4, 1)}}
 
 
 @pytest.mark.parametrize(
@@ -95,11 +103,10 @@ def test_normalize_accepts_every_shape() -> None:
         {"start": {"character": 0}, "end": {"line": 0, "character": 0}},
     ],
 )
-def test_a_malformed_range_drops_its_location_and_keeps_the_rest(span: Any) -> None:
-    good = {"uri": "file:///w/a.ts", "range": _range(1, 2, 1, 5)}
-    assert normalize_locations([{"uri": "file:///w/b.ts", "range": span}, good]) == [
-        RawLocation("file:///w/a.ts", _range(1, 2, 1, 5))
-    ]
+def test_a_malformed_range_drops_its_location_and_keeps_the_rest(workspace: Workspace, span: Any) -> None:
+    good = {"uri": _uri(workspace, "src/a.ts"), "range": _range(1, 2, 1, 5)}
+    located = locate([{"uri": _uri(workspace, "src/b.ts"), "range": span}, good], workspace.uri_lookup())
+    assert _groups(located) == {"src/a.ts": {(1, 2, 1, 5): None}}
 
 
 def test_references_grouped_by_file_with_relative_paths_and_snippets(workspace: Workspace) -> None:
@@ -203,9 +210,9 @@ def test_include_body_asks_the_caller_for_a_plain_location(workspace: Workspace)
         asked.append((file.display, rng))
         return _range(2, 0, 5, 1)
 
-    raw = normalize_locations([_loc(a, 2, 16, 20)])
+    located = locate([_loc(a, 2, 16, 20)], workspace.uri_lookup())
     result = build_locations(
-        raw, workspace, TextCache(), UTF16, LocationOptions(include_body=True), body_range=finder
+        located, TextCache(), UTF16, LocationOptions(include_body=True), body_range=finder
     )
     location = result["files"][0]["locations"][0]
     assert location["body"] == "export function main() {\n  const m = fetchModels();\n  return m;\n}"
@@ -386,7 +393,7 @@ def test_the_budget_keeps_what_entry_by_entry_accounting_keeps(
     def build(budget: int) -> dict[str, Any]:
         texts = TextCache({file.absolute: Document(file, text) for file in files})
         options = LocationOptions(limit=limit, context=context, include_body=include_body, max_chars=budget)
-        return build_locations(normalize_locations(answer), workspace, texts, UTF16, options)
+        return build_locations(locate(answer, workspace.uri_lookup()), texts, UTF16, options)
 
     full, budgeted = build(10**9), build(max_chars)
     assert budgeted == _budgeted(full, max_chars, limit)
@@ -411,10 +418,9 @@ def test_a_location_entry_is_sized_as_its_json(
 
     root = Workspace([Path(__file__).parent])
     file = root.resolve(Path(__file__).name)
-    span = {"start": {"line": start[0], "character": start[1]}, "end": {"line": end[0], "character": end[1]}}
     document = Document(file, "\n".join(lines))
     entry, size = _location(
-        file, RawLocation(file.uri, span), document, UTF16, LocationOptions(context=context), None
+        file, (*start, *end), None, document, UTF16, LocationOptions(context=context), None
     )
     assert size == len(json.dumps(entry, ensure_ascii=False)) + 2
 
@@ -437,9 +443,6 @@ def test_an_ascii_file_s_plain_entries_are_what_each_location_gives(
     file = root.resolve(Path(__file__).name)
     document = Document(file, "\n".join(lines))
     keys = sorted(set(spans))
-    expected = [
-        _location(file, RawLocation(file.uri, _range(*key)), document, UTF16, LocationOptions(), None)
-        for key in keys
-    ]
+    expected = [_location(file, key, None, document, UTF16, LocationOptions(), None) for key in keys]
     entries, sizes = _plain_entries(document.lines, keys)
     assert list(zip(entries, sizes, strict=True)) == expected

@@ -20,7 +20,7 @@ from kandev_lsp import Task, TaskEnvironment
 from kandev_lsp.host import PluginHost
 from kandev_lsp.intel.executor import Deadline, Outcome, run_provider
 from kandev_lsp.intel.hover import hover_text
-from kandev_lsp.intel.output import LocationOptions, build_locations, normalize_locations
+from kandev_lsp.intel.output import LocationOptions, build_locations, locate
 from kandev_lsp.intel.symbols import flatten_symbols
 from kandev_lsp.intel.targets import Target, resolve_target
 from kandev_lsp.intel.text import Document, PositionEncoding, TextCache
@@ -132,7 +132,7 @@ async def _session(workspace_dir: Path, tag: str) -> dict[str, Any]:
                 },
             )
             out["references"] = build_locations(
-                normalize_locations(references), workspace, TextCache(), encoding
+                locate(references, workspace.uri_lookup()), TextCache(), encoding
             )
             main = documents["main.go"]
             anchor = resolve_target(Target("main.go", line=4, match_text="Greet("), main, None, encoding)
@@ -142,7 +142,7 @@ async def _session(workspace_dir: Path, tag: str) -> dict[str, Any]:
                 {"textDocument": {"uri": main.file.uri}, "position": anchor.position},
             )
             out["definition"] = build_locations(
-                normalize_locations(definition), workspace, TextCache(), encoding, LocationOptions(context=1)
+                locate(definition, workspace.uri_lookup()), TextCache(), encoding, LocationOptions(context=1)
             )
             hover = await ask(
                 "textDocument/hover", {"textDocument": {"uri": lib.file.uri}, "position": target.position}
