@@ -1,7 +1,8 @@
 """Locations as the model reads them (B §4, B5.1-B5.5): compact, relative, 1-based, budgeted.
 
 A server answers navigation with ``Location`` or ``LocationLink`` values (one, a list, or null), with
-URIs and 0-based positions in its own encoding. :func:`build_locations` turns them into::
+URIs and 0-based positions in its own encoding. :func:`locate` groups them by file (checking every path)
+and :func:`build_locations` turns the groups into::
 
     {"files": [{"path": "src/a.ts", "locations": [{"line": 3, "column": 5, "endColumn": 9,
                                                    "snippet": "export function fetchModels() {"}]}],
