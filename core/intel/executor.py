@@ -237,26 +237,17 @@ async def _attempt_inline(
     executor's own is armed: its ``TimeoutError`` is the attempt timing out.
     """
     task = asyncio.current_task()
-    if self_timed:
-        try:
-            value = await call(timeout)
-        except TimeoutError:
-            return "timeout", None, None
-        except asyncio.CancelledError as error:
-            if task is not None and task.cancelling():
-                raise
-            return "done", None, error
-        except Exception as error:  # what the attempt raised is classified by the caller
-            return "done", None, error
-        return "done", value, None
-    scope = asyncio.timeout(timeout)
+    scope = None if self_timed else asyncio.timeout(timeout)
     try:
-        async with scope:
+        if scope is None:
             value = await call(timeout)
+        else:
+            async with scope:
+                value = await call(timeout)
     except TimeoutError as error:
-        if scope.expired():
+        if scope is None or scope.expired():
             return "timeout", None, None
-        return "done", None, error
+        return "done", None, error  # the call's own TimeoutError, not our timer's
     except asyncio.CancelledError as error:
         if task is not None and task.cancelling():
             raise
