@@ -89,10 +89,96 @@ async def _timed(call: Callable[[], Awaitable[Any]]) -> tuple[float, float, Any]
     return time.perf_counter() - started, time.process_time() - cpu, value
 
 
+#: One benchmarked call: its name, the tool and payload, and the raw request(s) it wraps.
+Case = tuple[str, str, dict[str, Any], Callable[[], Awaitable[Any]]]
+
+
 def _bare_list(result: dict[str, Any]) -> str:
     return "\n".join(
         f"{group['path']}:{loc['line']}" for group in result.get("files", []) for loc in group["locations"]
     )
+
+
+async def bench_cases(service: Any, language: str) -> list[Case]:
+    """The benchmarked calls on a started :class:`~kandev_lsp.intel.service.IntelService` over a generated
+    project: (name, tool, payload, the raw request(s) the tool wraps, on the same server)."""
+    ext = "py" if language == "python" else "ts"
+    server = service.pool.servers[0]
+    lib = service.workspace.resolve(f"lib.{ext}")
+    mod = service.workspace.resolve(f"mod0.{ext}")
+    await server.sync(mod)
+    # `greet` in `def greet` / `export function greet`
+    position = {"line": 0, "character": 4 if language == "python" else 16}
+    use = {"line": 4, "character": 12} if language == "python" else {"line": 3, "character": 16}
+    request = server.client.request
+
+    async def raw_hierarchy() -> Any:
+        items = await request(
+            "textDocument/prepareCallHierarchy", {"textDocument": {"uri": lib.uri}, "position": position}
+        )
+        return await request("callHierarchy/incomingCalls", {"item": items[0]})
+
+    cases: list[Case] = [
+        (
+            "references",
+            "code_navigate",
+            {"target": {"path": f"lib.{ext}", "line": 1, "matchText": "greet"}, "kind": "references"},
+            lambda: request(
+                "textDocument/references",
+                {
+                    "textDocument": {"uri": lib.uri},
+                    "position": position,
+                    "context": {"includeDeclaration": True},
+                },
+            ),
+        ),
+        (
+            "definition",
+            "code_navigate",
+            {
+                "target": {"path": f"mod0.{ext}", "line": use["line"] + 1, "matchText": "greet"},
+                "kind": "definition",
+            },
+            lambda: request("textDocument/definition", {"textDocument": {"uri": mod.uri}, "position": use}),
+        ),
+        (
+            "hover",
+            "code_hover",
+            {"target": {"path": f"mod0.{ext}", "line": use["line"] + 1, "matchText": "greet"}},
+            lambda: request("textDocument/hover", {"textDocument": {"uri": mod.uri}, "position": use}),
+        ),
+        (
+            "symbols",
+            "code_symbols",
+            {"path": f"mod0.{ext}"},
+            lambda: request("textDocument/documentSymbol", {"textDocument": {"uri": mod.uri}}),
+        ),
+        (
+            "callers (symbol target)",
+            "code_hierarchy",
+            {"target": {"path": f"lib.{ext}", "symbol": "greet"}, "kind": "callers"},
+            raw_hierarchy,
+        ),
+    ]
+    if server.offers("inlayHintProvider"):
+        cases.append(
+            (
+                "inlay hints",
+                "code_inlay_hints",
+                {"path": f"mod0.{ext}"},
+                lambda: request(
+                    "textDocument/inlayHint",
+                    {
+                        "textDocument": {"uri": mod.uri},
+                        "range": {
+                            "start": {"line": 0, "character": 0},
+                            "end": {"line": 6, "character": 0},
+                        },
+                    },
+                ),
+            )
+        )
+    return cases
 
 
 async def bench_language(
@@ -120,82 +206,7 @@ async def bench_language(
         if tracker is not None and tracker.ready_at is not None:
             out["serverReadyS"] = round(tracker.ready_at - tracker.started_at, 3)
         assert first["ok"], first
-        lib = service.workspace.resolve(f"lib.{ext}")
-        mod = service.workspace.resolve(f"mod0.{ext}")
-        await server.sync(mod)
-        # `greet` in `def greet` / `export function greet`
-        position = {"line": 0, "character": 4 if language == "python" else 16}
-        use = {"line": 4, "character": 12} if language == "python" else {"line": 3, "character": 16}
-        request = server.client.request
-
-        async def raw_hierarchy() -> Any:
-            items = await request(
-                "textDocument/prepareCallHierarchy", {"textDocument": {"uri": lib.uri}, "position": position}
-            )
-            return await request("callHierarchy/incomingCalls", {"item": items[0]})
-
-        cases: list[tuple[str, str, dict[str, Any], Callable[[], Awaitable[Any]]]] = [
-            (
-                "references",
-                "code_navigate",
-                {"target": {"path": f"lib.{ext}", "line": 1, "matchText": "greet"}, "kind": "references"},
-                lambda: request(
-                    "textDocument/references",
-                    {
-                        "textDocument": {"uri": lib.uri},
-                        "position": position,
-                        "context": {"includeDeclaration": True},
-                    },
-                ),
-            ),
-            (
-                "definition",
-                "code_navigate",
-                {
-                    "target": {"path": f"mod0.{ext}", "line": use["line"] + 1, "matchText": "greet"},
-                    "kind": "definition",
-                },
-                lambda: request(
-                    "textDocument/definition", {"textDocument": {"uri": mod.uri}, "position": use}
-                ),
-            ),
-            (
-                "hover",
-                "code_hover",
-                {"target": {"path": f"mod0.{ext}", "line": use["line"] + 1, "matchText": "greet"}},
-                lambda: request("textDocument/hover", {"textDocument": {"uri": mod.uri}, "position": use}),
-            ),
-            (
-                "symbols",
-                "code_symbols",
-                {"path": f"mod0.{ext}"},
-                lambda: request("textDocument/documentSymbol", {"textDocument": {"uri": mod.uri}}),
-            ),
-            (
-                "callers (symbol target)",
-                "code_hierarchy",
-                {"target": {"path": f"lib.{ext}", "symbol": "greet"}, "kind": "callers"},
-                raw_hierarchy,
-            ),
-        ]
-        if server.offers("inlayHintProvider"):
-            cases.append(
-                (
-                    "inlay hints",
-                    "code_inlay_hints",
-                    {"path": f"mod0.{ext}"},
-                    lambda: request(
-                        "textDocument/inlayHint",
-                        {
-                            "textDocument": {"uri": mod.uri},
-                            "range": {
-                                "start": {"line": 0, "character": 0},
-                                "end": {"line": 6, "character": 0},
-                            },
-                        },
-                    ),
-                )
-            )
+        cases = await bench_cases(service, language)
         if profile is not None:
             print(f"\n{language}: {rounds} warm calls per case under cProfile")
             await _profile(call, ctx, [(n, t, p) for n, t, p, _ in cases if n.startswith(profile)], rounds)
