@@ -7,52 +7,28 @@ from __future__ import annotations
 import asyncio
 import threading
 import time
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
 import pytest
-from kandev_lsp.host import PluginHost
+from coordinating import coordinator_for, fixed
 from kandev_lsp.intel.dispatch import IntelContext
 from kandev_lsp.intel.edits import coordinator as coordinator_module
 from kandev_lsp.intel.edits.commit import DiskFileSystem
-from kandev_lsp.intel.edits.coordinator import MutationCoordinator, ProducedEdit
+from kandev_lsp.intel.edits.coordinator import ProducedEdit
 from kandev_lsp.intel.edits.transactions import TransactionStore
 from kandev_lsp.intel.executor import Deadline
-from kandev_lsp.intel.runtime import ServerPool, save_options
+from kandev_lsp.intel.runtime import save_options
 from kandev_lsp.intel.watchers import file_operation_wanted
-from kandev_lsp.intel.workspace import Workspace
-from kandev_lsp.lifecycle import Lifecycle
 from kandev_lsp.lsp.errors import RequestTimeout, ResponseError
 from kandev_lsp.lsp.positions import PositionEncoding
-from kandev_lsp.taskenv import TaskEnvironment
 
 AUTO = IntelContext(auto_approve=True)
-
-
-@asynccontextmanager
-async def _coordinator(folder: Path, **kw: Any) -> AsyncIterator[tuple[Workspace, MutationCoordinator]]:
-    workspace = Workspace([folder])
-    lifecycle = Lifecycle(PluginHost.load())
-    pool = ServerPool(workspace, lifecycle, TaskEnvironment.from_agent({}))
-    try:
-        yield workspace, MutationCoordinator(workspace, pool, **kw)
-    finally:
-        await pool.aclose()
-        await lifecycle.aclose()
 
 
 def _insert(uri: str, text: str, line: int = 0) -> dict[str, Any]:
     at = {"line": line, "character": 0}
     return {"range": {"start": at, "end": at}, "newText": text}
-
-
-def _fixed(edit: dict[str, Any], **kw: Any) -> Any:
-    async def produce(deadline: Deadline) -> ProducedEdit:
-        return ProducedEdit(edit, **kw)
-
-    return produce
 
 
 def _notes(tmp_path: Path) -> Path:
@@ -67,10 +43,10 @@ def test_auto_approve_applies_a_text_edit_with_a_receipt(tmp_path: Path) -> None
     folder = _notes(tmp_path)
 
     async def run() -> dict[str, Any]:
-        async with _coordinator(folder) as (workspace, coordinator):
+        async with coordinator_for(folder) as (workspace, coordinator):
             a, b = workspace.resolve("a.txt"), workspace.resolve("b.txt")
             edit = {"changes": {a.uri: [_insert(a.uri, "1 ")], b.uri: [_insert(b.uri, "2 ")]}}
-            return await coordinator.mutate("code_insert", [a], _fixed(edit, result={"where": "start"}), AUTO)
+            return await coordinator.mutate("code_insert", [a], fixed(edit, result={"where": "start"}), AUTO)
 
     result = asyncio.run(run())
     assert result["ok"] and result["applied"] and result["where"] == "start", result
@@ -95,10 +71,10 @@ def test_commits_are_anchored_at_every_workspace_root(
     monkeypatch.setattr(coordinator_module, "commit", recording)
 
     async def run() -> dict[str, Any]:
-        async with _coordinator(folder) as (workspace, coordinator):
+        async with coordinator_for(folder) as (workspace, coordinator):
             a = workspace.resolve("a.txt")
             return await coordinator.mutate(
-                "code_insert", [a], _fixed({"changes": {a.uri: [_insert(a.uri, "1 ")]}}), AUTO
+                "code_insert", [a], fixed({"changes": {a.uri: [_insert(a.uri, "1 ")]}}), AUTO
             )
 
     assert asyncio.run(run())["ok"]
@@ -109,10 +85,10 @@ def test_without_auto_approve_or_elicit_the_mutation_is_parked(tmp_path: Path) -
     folder = _notes(tmp_path)
 
     async def run() -> tuple[dict[str, Any], dict[str, Any]]:
-        async with _coordinator(folder) as (workspace, coordinator):
+        async with coordinator_for(folder) as (workspace, coordinator):
             a = workspace.resolve("a.txt")
             parked = await coordinator.mutate(
-                "code_insert", [a], _fixed({"changes": {a.uri: [_insert(a.uri, "x")]}}), IntelContext()
+                "code_insert", [a], fixed({"changes": {a.uri: [_insert(a.uri, "x")]}}), IntelContext()
             )
             assert (folder / "a.txt").read_text() == "alpha\n"
             return parked, await coordinator.approve(parked["transactionId"], True, IntelContext())
@@ -128,11 +104,11 @@ def test_resource_operations_are_never_auto_approved(tmp_path: Path) -> None:
     folder = _notes(tmp_path)
 
     async def run() -> tuple[dict[str, Any], dict[str, Any]]:
-        async with _coordinator(folder) as (workspace, coordinator):
+        async with coordinator_for(folder) as (workspace, coordinator):
             a = workspace.resolve("a.txt")
             new = (folder / "c.txt").as_uri()
             edit = {"documentChanges": [{"kind": "rename", "oldUri": a.uri, "newUri": new}]}
-            parked = await coordinator.mutate("code_actions", [a], _fixed(edit), AUTO)
+            parked = await coordinator.mutate("code_actions", [a], fixed(edit), AUTO)
             return parked, await coordinator.approve(parked["transactionId"], True, AUTO)
 
     parked, applied = asyncio.run(run())
@@ -147,7 +123,7 @@ def test_a_malformed_edit_is_rejected_with_a_receipt(tmp_path: Path) -> None:
     folder = _notes(tmp_path)
 
     async def run() -> dict[str, Any]:
-        async with _coordinator(folder) as (workspace, coordinator):
+        async with coordinator_for(folder) as (workspace, coordinator):
             a = workspace.resolve("a.txt")
             overlapping = {
                 "changes": {
@@ -169,7 +145,7 @@ def test_a_malformed_edit_is_rejected_with_a_receipt(tmp_path: Path) -> None:
                     ]
                 }
             }
-            return await coordinator.mutate("code_replace_batch", [a], _fixed(overlapping), AUTO)
+            return await coordinator.mutate("code_replace_batch", [a], fixed(overlapping), AUTO)
 
     result = asyncio.run(run())
     assert not result["ok"] and result["status"] == "rejected", result
@@ -181,9 +157,9 @@ def test_an_empty_edit_changes_nothing_and_needs_no_approval(tmp_path: Path) -> 
     folder = _notes(tmp_path)
 
     async def run() -> dict[str, Any]:
-        async with _coordinator(folder) as (workspace, coordinator):
+        async with coordinator_for(folder) as (workspace, coordinator):
             a = workspace.resolve("a.txt")
-            return await coordinator.mutate("code_format", [a], _fixed({}), IntelContext())
+            return await coordinator.mutate("code_format", [a], fixed({}), IntelContext())
 
     result = asyncio.run(run())
     assert result["ok"] and result["changed"] is False and result["receipt"]["outcome"] == "unchanged"
@@ -214,10 +190,10 @@ def test_a_write_failure_is_reported_with_its_save_state(
     folder = _notes(tmp_path)
 
     async def run() -> dict[str, Any]:
-        async with _coordinator(folder, fs=_FailingDisk(2, sticky)) as (workspace, coordinator):
+        async with coordinator_for(folder, fs=_FailingDisk(2, sticky)) as (workspace, coordinator):
             a, b = workspace.resolve("a.txt"), workspace.resolve("b.txt")
             edit = {"changes": {a.uri: [_insert(a.uri, "1 ")], b.uri: [_insert(b.uri, "2 ")]}}
-            return await coordinator.mutate("code_insert", [a], _fixed(edit), AUTO)
+            return await coordinator.mutate("code_insert", [a], fixed(edit), AUTO)
 
     result = asyncio.run(run())
     assert not result["ok"] and result["status"] == status, result
@@ -234,7 +210,7 @@ def test_mutations_queue_behind_each_other(tmp_path: Path) -> None:
     order: list[str] = []
 
     async def run() -> None:
-        async with _coordinator(folder) as (workspace, coordinator):
+        async with coordinator_for(folder) as (workspace, coordinator):
             a = workspace.resolve("a.txt")
             gate = asyncio.Event()
 
@@ -321,7 +297,7 @@ def test_a_command_timeout_is_uncertain_and_a_failure_is_kept(
     server = _CommandServer(error)
 
     async def run() -> dict[str, Any]:
-        async with _coordinator(folder) as (workspace, coordinator):
+        async with coordinator_for(folder) as (workspace, coordinator):
             a = workspace.resolve("a.txt")
 
             async def fake_server(files: Any, deadline: Any) -> Any:
@@ -331,7 +307,7 @@ def test_a_command_timeout_is_uncertain_and_a_failure_is_kept(
             command = {"title": "Fix all", "command": "fix.all", "arguments": [1]}
             edit = {"changes": {a.uri: [_insert(a.uri, "x")]}}
             parked = await coordinator.mutate(
-                "code_actions", [a], _fixed(edit, commands=(command,), incomplete_diff=True), AUTO
+                "code_actions", [a], fixed(edit, commands=(command,), incomplete_diff=True), AUTO
             )
             assert parked["needsApproval"], parked  # a command is never auto-approved (B6.22, B7.4)
             return await coordinator.approve(parked["transactionId"], True, AUTO)
@@ -360,11 +336,11 @@ def test_an_elicitation_that_fails_or_is_cancelled_parks_the_mutation(tmp_path: 
         return None
 
     async def run() -> list[dict[str, Any]]:
-        async with _coordinator(folder) as (workspace, coordinator):
+        async with coordinator_for(folder) as (workspace, coordinator):
             a = workspace.resolve("a.txt")
             edit = {"changes": {a.uri: [_insert(a.uri, "x")]}}
             return [
-                await coordinator.mutate("code_insert", [a], _fixed(edit), IntelContext(elicit=ask))
+                await coordinator.mutate("code_insert", [a], fixed(edit), IntelContext(elicit=ask))
                 for ask in (broken, cancelled)
             ]
 
@@ -386,7 +362,7 @@ def test_files_a_command_writes_by_itself_widen_the_receipt(tmp_path: Path) -> N
     server = _CommandServer(None, str(folder), effect)
 
     async def run() -> dict[str, Any]:
-        async with _coordinator(folder) as (workspace, coordinator):
+        async with coordinator_for(folder) as (workspace, coordinator):
             a = workspace.resolve("a.txt")
 
             async def fake_server(files: Any, deadline: Any) -> Any:
@@ -413,7 +389,7 @@ def test_files_a_command_writes_by_itself_widen_the_receipt(tmp_path: Path) -> N
             command = {"title": "Generate", "command": "gen"}
             edit = {"changes": {a.uri: [_insert(a.uri, "x")]}}
             parked = await coordinator.mutate(
-                "code_actions", [a], _fixed(edit, commands=(command,), incomplete_diff=True), AUTO
+                "code_actions", [a], fixed(edit, commands=(command,), incomplete_diff=True), AUTO
             )
             return await coordinator.approve(parked["transactionId"], True, AUTO)
 
@@ -454,10 +430,10 @@ def test_a_cancelled_call_still_finishes_its_commit_before_the_next_mutation(tmp
     seen: list[tuple[str, str]] = []
 
     async def run() -> None:
-        async with _coordinator(folder, fs=disk) as (workspace, coordinator):
+        async with coordinator_for(folder, fs=disk) as (workspace, coordinator):
             a, b = workspace.resolve("a.txt"), workspace.resolve("b.txt")
             edit = {"changes": {a.uri: [_insert(a.uri, "1 ")], b.uri: [_insert(b.uri, "2 ")]}}
-            first = asyncio.ensure_future(coordinator.mutate("code_insert", [a], _fixed(edit), AUTO))
+            first = asyncio.ensure_future(coordinator.mutate("code_insert", [a], fixed(edit), AUTO))
             while not disk.started.is_set():
                 await asyncio.sleep(0.01)
             first.cancel()
@@ -484,11 +460,11 @@ def test_an_unanswered_question_is_parked_after_the_approval_window(tmp_path: Pa
 
     async def run() -> dict[str, Any]:
         store = TransactionStore(ttl=0.3)
-        async with _coordinator(folder, transactions=store) as (workspace, coordinator):
+        async with coordinator_for(folder, transactions=store) as (workspace, coordinator):
             a = workspace.resolve("a.txt")
             edit = {"changes": {a.uri: [_insert(a.uri, "x")]}}
             return await asyncio.wait_for(
-                coordinator.mutate("code_insert", [a], _fixed(edit), IntelContext(elicit=never)), 10
+                coordinator.mutate("code_insert", [a], fixed(edit), IntelContext(elicit=never)), 10
             )
 
     result = asyncio.run(run())

@@ -8,20 +8,14 @@ tests/intel/test_mcp_approval_veto.py."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Callable
-from contextlib import asynccontextmanager
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from kandev_lsp.host import PluginHost
+from coordinating import coordinator_for, fixed
 from kandev_lsp.intel.dispatch import IntelContext
-from kandev_lsp.intel.edits.coordinator import MutationCoordinator, ProducedEdit
 from kandev_lsp.intel.edits.transactions import TransactionStore
-from kandev_lsp.intel.executor import Deadline
-from kandev_lsp.intel.runtime import ServerPool
 from kandev_lsp.intel.workspace import Workspace
-from kandev_lsp.lifecycle import Lifecycle
-from kandev_lsp.taskenv import TaskEnvironment
 
 
 class Person:
@@ -43,25 +37,6 @@ class Person:
         return answer
 
 
-@asynccontextmanager
-async def _coordinator(folder: Path, **kw: Any) -> AsyncIterator[tuple[Workspace, MutationCoordinator]]:
-    workspace = Workspace([folder])
-    lifecycle = Lifecycle(PluginHost.load())
-    pool = ServerPool(workspace, lifecycle, TaskEnvironment.from_agent({}))
-    try:
-        yield workspace, MutationCoordinator(workspace, pool, **kw)
-    finally:
-        await pool.aclose()
-        await lifecycle.aclose()
-
-
-def _fixed(edit: dict[str, Any]) -> Any:
-    async def produce(deadline: Deadline) -> ProducedEdit:
-        return ProducedEdit(edit)
-
-    return produce
-
-
 def _folder(tmp_path: Path) -> Path:
     folder = tmp_path / "w"
     folder.mkdir(parents=True)
@@ -81,10 +56,10 @@ async def _park_then_approve(
     *steps: tuple[bool, IntelContext],
 ) -> list[dict[str, Any]]:
     """Park a mutation (the person's first answer), then send the model's ``approve`` values in turn."""
-    async with _coordinator(folder, transactions=TransactionStore(ttl=5)) as (workspace, coordinator):
+    async with coordinator_for(folder, transactions=TransactionStore(ttl=5)) as (workspace, coordinator):
         a = workspace.resolve("a.txt")
         parked = await coordinator.mutate(
-            "code_actions", [a], _fixed(edit_of(workspace)), IntelContext(elicit=first)
+            "code_actions", [a], fixed(edit_of(workspace)), IntelContext(elicit=first)
         )
         results = [parked]
         for approve, ctx in steps:
@@ -138,10 +113,13 @@ def test_an_unanswered_reprompt_applies_nothing(tmp_path: Path) -> None:
     person = Person(None, "never")
 
     async def run() -> list[dict[str, Any]]:
-        async with _coordinator(folder, transactions=TransactionStore(ttl=0.5)) as (workspace, coordinator):
+        async with coordinator_for(folder, transactions=TransactionStore(ttl=0.5)) as (
+            workspace,
+            coordinator,
+        ):
             a = workspace.resolve("a.txt")
             ctx = IntelContext(elicit=person)
-            parked = await coordinator.mutate("code_insert", [a], _fixed(_text_edit(workspace)), ctx)
+            parked = await coordinator.mutate("code_insert", [a], fixed(_text_edit(workspace)), ctx)
             again = await asyncio.wait_for(coordinator.approve(parked["transactionId"], True, ctx), 10)
             return [parked, again]
 
