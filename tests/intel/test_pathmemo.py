@@ -4,7 +4,6 @@ each "call" is what a tool call does: the re-sync's drain, then lookups."""
 
 from __future__ import annotations
 
-import os
 import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -15,6 +14,7 @@ from kandev_lsp.intel.errors import IntelError, PathOutsideWorkspace
 from kandev_lsp.intel.pathmemo import Placed, watched_lookup
 from kandev_lsp.intel.watch import DiskWatch
 from kandev_lsp.intel.workspace import Workspace, WorkspaceFile
+from link_swaps import SWAPS, link_tree, swap_for_a_link
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the watch is inotify's")
 
@@ -43,16 +43,8 @@ class Session:
 
 @pytest.fixture
 def tree(tmp_path: Path) -> tuple[Path, Path, Path]:
-    """``base/ws/src/pkg/mod.py`` (the workspace root is ``base/ws``) and ``outside/mod.py``."""
-    base = Path(os.path.realpath(tmp_path))
-    target = base / "parent" / "ws" / "src" / "pkg" / "mod.py"
-    target.parent.mkdir(parents=True)
-    target.write_text("x = 1\n")
-    outside = base / "outside"
-    (outside / "pkg").mkdir(parents=True)
-    (outside / "mod.py").write_text("secret = 1\n")
-    (outside / "pkg" / "mod.py").write_text("secret = 2\n")
-    return base / "parent" / "ws", target, outside
+    """The shared link tree (root ``parent/ws``, the file ``src/pkg/mod.py``, ``outside/``)."""
+    return link_tree(tmp_path)
 
 
 @pytest.fixture
@@ -89,27 +81,14 @@ def test_an_unchanged_file_is_answered_from_memory(session: Session, tree: tuple
     assert session.full_checks == before + 1
 
 
-@pytest.mark.parametrize("swap", ["file_for_a_link", "folder_for_a_link", "root_parent_for_a_link"])
+@pytest.mark.parametrize("swap", SWAPS)
 def test_a_swap_for_a_link_out_is_refused_on_the_next_call(
     session: Session, tree: tuple[Path, Path, Path], swap: str
 ) -> None:
     root, target, outside = tree
     uri = target.as_uri()
     _remembered(session, uri)
-    if swap == "file_for_a_link":
-        target.unlink()
-        target.symlink_to(outside / "mod.py")
-    elif swap == "folder_for_a_link":
-        pkg = target.parent
-        pkg.rename(pkg.with_name("pkg-old"))
-        pkg.symlink_to(outside / "pkg", target_is_directory=True)
-    else:  # above the root, where nothing is watched: base/parent becomes a link to a look-alike tree
-        look_alike = outside / "parent"
-        (look_alike / "ws" / "src" / "pkg").mkdir(parents=True)
-        (look_alike / "ws" / "src" / "pkg" / "mod.py").write_text("secret = 3\n")
-        parent = root.parent
-        parent.rename(parent.with_name("parent-old"))
-        parent.symlink_to(look_alike, target_is_directory=True)
+    swap_for_a_link(root, target, outside, swap)
     found = session.call()(uri)
     assert isinstance(found, PathOutsideWorkspace), found
 

@@ -5,7 +5,6 @@ of B8.6) answer differently. Real files, real inotify, a real Workspace; each "c
 
 from __future__ import annotations
 
-import os
 import sys
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -17,6 +16,7 @@ from kandev_lsp.intel.pathmemo import PlacedTargets
 from kandev_lsp.intel.watch import DiskWatch
 from kandev_lsp.intel.workspace import Workspace, WorkspaceFile
 from kandev_lsp.lsp.roots import project_root
+from link_swaps import SWAPS, link_tree, swap_for_a_link
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the watch is inotify's")
 
@@ -73,16 +73,8 @@ class Session:
 @pytest.fixture
 def tree(tmp_path: Path) -> tuple[Path, Path, Path]:
     """``base/parent/ws/src/pkg/mod.py`` (the workspace root is ``ws``, a project) and ``outside/``."""
-    base = Path(os.path.realpath(tmp_path))
-    root = base / "parent" / "ws"
-    target = root / "src" / "pkg" / "mod.py"
-    target.parent.mkdir(parents=True)
-    target.write_text("x = 1\n")
+    root, target, outside = link_tree(tmp_path)
     (root / "pyproject.toml").write_text("")
-    outside = base / "outside"
-    (outside / "pkg").mkdir(parents=True)
-    (outside / "mod.py").write_text("secret = 1\n")
-    (outside / "pkg" / "mod.py").write_text("secret = 2\n")
     return root, target, outside
 
 
@@ -119,26 +111,13 @@ def test_a_repeated_target_is_placed_from_memory_until_an_entry_changes(
     assert session.call(PATH) == (file, server) and session.full_checks == 3
 
 
-@pytest.mark.parametrize("swap", ["file_for_a_link", "folder_for_a_link", "root_parent_for_a_link"])
+@pytest.mark.parametrize("swap", SWAPS)
 def test_a_swap_for_a_link_out_is_refused_on_the_next_call(
     session: Session, tree: tuple[Path, Path, Path], swap: str
 ) -> None:
     root, target, outside = tree
     _remembered(session)
-    if swap == "file_for_a_link":
-        target.unlink()
-        target.symlink_to(outside / "mod.py")
-    elif swap == "folder_for_a_link":
-        pkg = target.parent
-        pkg.rename(pkg.with_name("pkg-old"))
-        pkg.symlink_to(outside / "pkg", target_is_directory=True)
-    else:
-        look_alike = outside / "parent"
-        (look_alike / "ws" / "src" / "pkg").mkdir(parents=True)
-        (look_alike / "ws" / "src" / "pkg" / "mod.py").write_text("secret = 3\n")
-        parent = root.parent
-        parent.rename(parent.with_name("parent-old"))
-        parent.symlink_to(look_alike, target_is_directory=True)
+    swap_for_a_link(root, target, outside, swap)
     assert isinstance(session.call(PATH), PathOutsideWorkspace)
 
 
