@@ -277,43 +277,6 @@ def test_a_file_swapped_for_a_link_is_not_replaced(ws: Workspace, root: Path, ou
 # -- ordinary edits, anchored and on the fallback ---------------------------------------------------------
 
 
-@pytest.mark.parametrize("with_descriptors", [True, False])
-def test_writes_creates_renames_and_deletes_still_work(
-    ws: Workspace, root: Path, monkeypatch: pytest.MonkeyPatch, with_descriptors: bool
-) -> None:
-    if not with_descriptors:  # a platform without dir_fd: by path, as before
-        monkeypatch.setattr(anchored, "ANCHORED", False)
-    elif not anchored.ANCHORED:
-        pytest.fail("this platform has no dir_fd support; the anchored applier is not exercised here")
-    created, renamed = root / "lib" / "deep" / "new.py", root / "src" / "moved.py"
-    plan = _plan(
-        ws,
-        {
-            "documentChanges": [
-                {"kind": "create", "uri": created.as_uri()},
-                {
-                    "textDocument": {"uri": created.as_uri(), "version": None},
-                    "edits": [_edit(0, 0, 0, 0, "n = 1\n")],
-                },
-                {"kind": "rename", "oldUri": (root / "src" / "a.py").as_uri(), "newUri": renamed.as_uri()},
-                {"textDocument": {"uri": renamed.as_uri(), "version": 3}, "edits": [_edit(0, 0, 0, 1, "z")]},
-                {"kind": "delete", "uri": (root / "src" / "b.py").as_uri()},
-                {"kind": "delete", "uri": (root / "pkg").as_uri(), "options": {"recursive": True}},
-            ]
-        },
-    )
-    outcome = commit(plan)
-    assert outcome.status == "applied", outcome.message
-    assert created.read_text() == "n = 1\n" and renamed.read_text() == "z = 1\n"
-    assert _tree(root) == {
-        "lib": None,
-        "lib/deep": None,
-        "lib/deep/new.py": b"n = 1\n",
-        "src": None,
-        "src/moved.py": b"z = 1\n",
-    }
-
-
 def test_a_restore_through_a_swapped_folder_is_refused_and_uncertain(
     ws: Workspace, root: Path, outside: Path
 ) -> None:

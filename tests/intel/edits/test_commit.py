@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from kandev_lsp.intel.edits import anchored
 from kandev_lsp.intel.edits.commit import DiskFileSystem, commit, disk_text
 from kandev_lsp.intel.edits.plan import EditPlan, plan_edit
 from kandev_lsp.intel.errors import EditRejected
@@ -188,7 +189,16 @@ def test_a_failed_restore_is_uncertain_and_says_what_is_known(ws: Workspace, roo
     assert len(kept) == 1 and kept[0].read_text() == "a = 1\n"
 
 
-def test_create_rename_and_delete_in_one_commit(ws: Workspace, root: Path) -> None:
+@pytest.mark.parametrize("with_descriptors", [True, False])
+def test_create_rename_and_delete_in_one_commit(
+    ws: Workspace, root: Path, monkeypatch: pytest.MonkeyPatch, with_descriptors: bool
+) -> None:
+    """Through folder descriptors (B8.11: never through a link), and by path as on a platform without
+    ``dir_fd`` support."""
+    if not with_descriptors:
+        monkeypatch.setattr(anchored, "ANCHORED", False)
+    elif not anchored.ANCHORED:
+        pytest.fail("this platform has no dir_fd support; the anchored applier is not exercised here")
     created, old, renamed = root / "lib" / "deep" / "new.py", root / "src" / "a.py", root / "src" / "moved.py"
     plan = _plan(
         ws,
