@@ -11,12 +11,12 @@ the *same* server (the pool's own :class:`~kandev_lsp.lsp.LspClient`), so a rati
 under the same load. Printed per tool: raw p50, tool p50, the overhead and ratio. The overhead is the
 median of each round's tool time minus the raw time of the same round (with its interquartile range):
 a burst of load on a shared machine falls on both halves of a pair, where the difference of two
-medians would count it whole. The goal (issue 9): under 5 % plus 1 ms over raw. "added CPU" is the CPU time kandev-lsp's own process spent on a tool call
-beyond the raw request's (p50 against p50). It is not free of the machine either: on the shared VM a
-call right after the server's work was measured at 2.3 ms of main-thread CPU alone and 5.8 ms when
-alternated with raw requests, with the same Python function calls (``--profile`` counts those, and
-they do not depend on the machine). Also printed: the size in characters of the tool's result against the bare
-``file:line`` list of the same locations (a peer's MCP server returned 9-12x that list), and the cold
+medians would count it whole. The goal (issue 9): under 5 % plus 1 ms over raw. "added CPU" is the
+CPU time kandev-lsp's own process spent on a tool call beyond the raw request's (p50 against p50). It
+depends on the machine too: the same work costs more CPU on cold caches, right after the server's
+process had the core. What does not depend on it: ``--profile``'s function-call counts, and
+``bench/intel_instructions.py``'s instruction counts. Also printed: the size in characters of the
+tool's result against the bare ``file:line`` list of the same locations (a peer's MCP server returned 9-12x that list), and the cold
 start to the first complete answer against the server's own readiness.
 
 What a tool adds over raw: target resolution (a symbol target needs the document's ``documentSymbol``

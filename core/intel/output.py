@@ -271,8 +271,9 @@ def build_locations(
         keys = sorted(spans)[: options.limit - shown]
         entries, sizes = _entries(file, keys, spans, texts.document(file), encoding, options, body_range)
         grouping = len(path) + _GROUP
-        if used + grouping + sum(sizes) <= options.max_chars:  # every prefix fits too: take them all
-            used += grouping + sum(sizes)
+        whole = grouping + sum(sizes)
+        if used + whole <= options.max_chars:  # every prefix fits too: take them all
+            used += whole
             kept = entries
         else:
             kept, used = _within(entries, sizes, used, grouping, options.max_chars)
