@@ -45,6 +45,7 @@ from kandev_lsp.intel.arguments import (
 )
 from kandev_lsp.intel.errors import IntelError, InvalidArguments, NotWired, UnknownTool
 from kandev_lsp.intel.executor import DEFAULT_DEADLINE
+from kandev_lsp.intel.rejections import rejected_receipt
 from kandev_lsp.intel.schemas import ALL_TOOLS, ToolSpec, tool_by_name
 from kandev_lsp.intel.summaries import summarize
 from kandev_lsp.intel.validation import compile_check, validate
@@ -92,12 +93,6 @@ class ReadTools(Protocol):
     async def hover(self, args: HoverArgs, ctx: IntelContext) -> dict[str, Any]: ...
     async def diagnostics(self, args: DiagnosticsArgs, ctx: IntelContext) -> dict[str, Any]: ...
     async def inlay_hints(self, args: InlayHintsArgs, ctx: IntelContext) -> dict[str, Any]: ...
-
-
-def _rejected_receipt() -> dict[str, Any]:
-    from kandev_lsp.intel.rejections import rejected_receipt
-
-    return rejected_receipt()
 
 
 class MutationTools(Protocol):
@@ -231,7 +226,7 @@ class Dispatcher:
                 except IntelError as error:
                     # B7.5: a mutation refused before it started (arguments, firstMatch) still answers
                     # with a receipt saying nothing was changed.
-                    result = {**error.to_result(), "receipt": _rejected_receipt()}
+                    result = {**error.to_result(), "receipt": rejected_receipt()}
         except IntelError as error:
             result = error.to_result()
         result.setdefault("ok", True)

@@ -169,18 +169,8 @@ def check_schema(schema: Mapping[str, Any], path: str = "schema") -> None:
         check_schema(schema["items"], f"{path}[]")
 
 
-#: ``_is_type`` per type, the common ones without its chain of comparisons.
-_TYPE_CHECKS: Final[Mapping[str, Callable[[Any], bool]]] = {
-    "object": lambda value: isinstance(value, dict),
-    "string": lambda value: isinstance(value, str),
-    "boolean": lambda value: isinstance(value, bool),
-    "array": lambda value: isinstance(value, list),
-    "integer": lambda value: _is_type(value, "integer"),
-    "number": lambda value: _is_type(value, "number"),
-}
-
-
-#: The schema types an ``isinstance`` decides alone (booleans are ints, so integer and number are not).
+#: The schema types an ``isinstance`` decides alone (booleans are ints, so integer and number are not:
+#: those go through ``_is_type``).
 _PLAIN_TYPES: Final[Mapping[str, type]] = {"object": dict, "string": str, "boolean": bool, "array": list}
 
 
@@ -192,7 +182,7 @@ def compile_check(schema: Mapping[str, Any]) -> Callable[[Any], bool]:
     expected = schema.get("type")
     # A plain class where isinstance decides the type alone (no call per value); a check otherwise.
     plain = _PLAIN_TYPES.get(expected) if expected is not None else None
-    type_ok = _TYPE_CHECKS[expected] if expected is not None and plain is None else None
+    numeric = expected if expected is not None and plain is None else None
     enum = schema.get("enum")
     min_length = schema.get("minLength")
     low, high = schema.get("minimum"), schema.get("maximum")
@@ -207,7 +197,7 @@ def compile_check(schema: Mapping[str, Any]) -> Callable[[Any], bool]:
         if plain is not None:
             if not isinstance(value, plain):
                 return False
-        elif type_ok is not None and not type_ok(value):
+        elif numeric is not None and not _is_type(value, numeric):
             return False
         if enum is not None and value not in enum:
             return False
