@@ -182,7 +182,7 @@ class _Walk:
             "depth": depth,
         }
         detail = item.get("detail")
-        if isinstance(detail, str) and detail:
+        if type(detail) is str and detail:
             node["detail"] = detail[:120]
         nodes[key] = node
         return node, True

@@ -330,7 +330,7 @@ def _entries(
 ) -> tuple[list[dict[str, Any]], list[int]]:
     """The entries of one file's locations (``keys``, in order) and each one's size in the result's
     JSON (:func:`_size`'s measure)."""
-    if document is not None and document.text.isascii() and options.context == 0 and not options.include_body:
+    if document is not None and document.all_ascii and options.context == 0 and not options.include_body:
         return _plain_entries(document.lines, keys)
     entries, sizes = [], []
     for key in keys:

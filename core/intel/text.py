@@ -41,10 +41,14 @@ class Document:
     file: WorkspaceFile
     text: str
     version: int | None = None
+    #: Whether the whole text is ASCII: then every LSP ``character`` is a column, in any encoding, and a
+    #: caller converting many positions of this file needs no per-line check.
+    all_ascii: bool = field(init=False, repr=False)
     _lines: list[str] = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
         text = self.text
+        self.all_ascii = text.isascii()
         if "\r" in text:
             text = text.replace("\r\n", "\n").replace("\r", "\n")
         self._lines = text.split("\n")
@@ -108,6 +112,7 @@ class Document:
         """
         lines = self._lines
         count = len(lines)
+        all_ascii = self.all_ascii
         out: list[tuple[int, int, int, int] | None] = []
         append = out.append
         for span in spans:
@@ -127,11 +132,11 @@ class Document:
                 ):
                     text = lines[line]
                     if end_line == line:
-                        ascii_ = text.isascii()
+                        ascii_ = all_ascii or text.isascii()
                         size = end_size = len(text)
                     else:
                         end_text = lines[end_line]
-                        ascii_ = text.isascii() and end_text.isascii()
+                        ascii_ = all_ascii or (text.isascii() and end_text.isascii())
                         size, end_size = len(text), len(end_text)
                     if ascii_:  # code units are characters: no conversion
                         append(

@@ -436,26 +436,19 @@ class LspReadTools:
                 ctx,
             )
 
-            uris: dict[str, None] = {}  # the files the graph shows, to re-sync them like answers' files
+            side = "from" if args.kind == "callers" else "to"
 
             async def expand(item: dict[str, Any]) -> list[tuple[Any, Any]]:
                 value, _ = await self._value(
                     server, expand_method, {"item": item}, deadline, ctx, warmup=False
                 )
-                out: list[tuple[Any, Any]] = []
-                for entry in value if isinstance(value, list) else []:
-                    if not isinstance(entry, dict):
-                        continue
-                    neighbour = entry.get("from" if args.kind == "callers" else "to", entry)
-                    if isinstance(neighbour, dict) and isinstance(neighbour.get("uri"), str):
-                        uris[neighbour["uri"]] = None
-                    if args.kind == "callers":
-                        out.append((entry.get("from"), entry.get("fromRanges")))
-                    elif args.kind == "callees":
-                        out.append((entry.get("to"), entry.get("fromRanges")))
-                    else:
-                        out.append((entry, []))
-                return out
+                if not isinstance(value, list):
+                    return []
+                if calls:  # CallHierarchyIncomingCall {from, fromRanges} / OutgoingCall {to, fromRanges}
+                    return [
+                        (entry.get(side), entry.get("fromRanges")) for entry in value if type(entry) is dict
+                    ]
+                return [(entry, ()) for entry in value if type(entry) is dict]
 
             lookup = server.uri_lookup(self.workspace)
             checked: dict[str, WorkspaceFile | None] = {}  # the walk's path checks, by URI
@@ -472,10 +465,10 @@ class LspReadTools:
                 lookup=lookup,
                 checked=checked,
             )
-            # B8.12 as for navigation: a file the graph showed is re-announced when it changes on disk,
-            # and (being watched) its later text reads reuse the re-sync's stamps.
-            files = [checked[uri] if uri in checked else lookup(uri) for uri in uris]
-            server.saw([f for f in files if isinstance(f, WorkspaceFile)])
+            # B8.12 as for navigation: the files the walk looked up (every file it shows among them) are
+            # re-announced when they change on disk, and (being watched) their later text reads reuse the
+            # re-sync's stamps.
+            server.saw([file for file in checked.values() if file is not None])
             out = {"target": resolved.to_json(), **result, "provider": meta}
             if args.kind in _USES:
                 self._add_scope(out, server)
