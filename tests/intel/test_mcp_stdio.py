@@ -1,0 +1,181 @@
+"""``kandev-lsp mcp``'s stdio on the event loop (:mod:`kandev_lsp.cli.mcp_stdio`): lines read as the SDK
+reads them, an oversized message dropped without losing the next, the wire kept apart from stray output,
+and the SDK's own transport where the loop cannot serve (a regular file)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from intel_projects import PYTHON, write
+from kandev_lsp.cli.mcp_stdio import WireLines, loop_can_serve
+
+pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="the event-loop transport is POSIX only")
+
+KANDEV_LSP = str(Path(sys.executable).parent / "kandev-lsp")
+
+
+async def _lines(chunks: list[bytes], limit: int) -> list[str]:
+    """What :class:`WireLines` yields for ``chunks`` arriving one by one (the stream then ends)."""
+    reader = asyncio.StreamReader(limit=limit)
+    lines = WireLines(reader, limit)
+
+    async def feed() -> None:
+        for chunk in chunks:
+            reader.feed_data(chunk)
+            await asyncio.sleep(0)
+        reader.feed_eof()
+
+    feeding = asyncio.ensure_future(feed())
+    got = [line async for line in lines]
+    await feeding
+    return got
+
+
+def test_lines_come_whole_however_the_bytes_arrive() -> None:
+    chunks = [b'{"a":', b' 1}\n{"b": "\xc3', b'\xa9"}\n\n', b'{"c": 3}']  # a split UTF-8 character too
+    got = asyncio.run(_lines(chunks, limit=1024))
+    assert got == ['{"a": 1}\n', '{"b": "é"}\n', "\n", '{"c": 3}']  # the last one without its newline
+
+
+def test_a_message_over_the_bound_is_dropped_and_the_next_one_still_comes(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    big = b'{"x": "' + b"y" * 5000 + b'"}\n'
+    # the oversized line arrives in pieces, some after the bound was passed
+    chunks = [b'{"first": 1}\n', big[:700], big[700:3000], big[3000:], b'{"next": 2}\n']
+    with caplog.at_level("WARNING", logger="kandev_lsp.mcp"):
+        got = asyncio.run(_lines(chunks, limit=1024))
+    assert got == ['{"first": 1}\n', '{"next": 2}\n']
+    assert [r.getMessage() for r in caplog.records] == [
+        "dropped a message from the MCP client longer than kandev-lsp's bound (1024 bytes)"
+    ]
+
+
+def test_an_oversized_message_cut_by_the_end_of_input_is_not_returned() -> None:
+    got = asyncio.run(_lines([b'{"ok": 1}\n', b"z" * 4000], limit=1024))
+    assert got == ['{"ok": 1}\n']
+
+
+def test_the_loop_serves_pipes_and_sockets_only(tmp_path: Path) -> None:
+    read_end, write_end = os.pipe()
+    left, right = socket.socketpair()
+    plain = os.open(tmp_path / "file", os.O_CREAT | os.O_RDWR)
+    terminal, other = os.openpty()
+    try:
+        assert loop_can_serve(read_end) and loop_can_serve(write_end)
+        assert loop_can_serve(left.fileno())
+        assert not loop_can_serve(plain)  # a regular file: the loop cannot watch it
+        assert not loop_can_serve(terminal)  # a terminal: non-blocking mode would reach the shell
+        assert not loop_can_serve(10_000)  # not open
+    finally:
+        for fd in (read_end, write_end, plain, terminal, other):
+            os.close(fd)
+        left.close()
+        right.close()
+
+
+CLAIM_SCRIPT = """
+import os, sys
+from kandev_lsp.cli.mcp_stdio import claimed_stdio
+with claimed_stdio() as (wire_in, wire_out):
+    print("stray print", flush=True)
+    os.write(1, b"stray write\\n")
+    stdin_now = os.read(0, 100)
+    received = os.read(wire_in, 100)
+    os.write(wire_out, b"wire: " + received)
+    assert os.get_blocking(wire_in)
+    os.set_blocking(wire_in, False)  # as the event loop leaves it
+print("after", len(stdin_now), os.get_blocking(0), flush=True)
+"""
+
+
+def test_the_wire_is_kept_apart_from_stray_output_and_put_back_after() -> None:
+    done = subprocess.run(
+        [sys.executable, "-c", CLAIM_SCRIPT], input=b"request\n", capture_output=True, timeout=60, check=True
+    )
+    # On the wire: only what was written to it, then (restored) the later print.
+    assert done.stdout == b"wire: request\nafter 0 True\n"
+    # Stray output went to stderr; fd 0 read the null device meanwhile (0 bytes, not the request).
+    assert done.stderr == b"stray print\nstray write\n"
+
+
+def _answer(answers: Any, wanted_id: int) -> dict[str, Any]:
+    """The server's answer to request ``wanted_id``, read from its stdout (a pipe, or a file it writes)."""
+    deadline = time.monotonic() + 60
+    seen = b""
+    while time.monotonic() < deadline:
+        line = answers.readline()
+        if not line.endswith(b"\n"):  # a file not yet written further (a pipe's lines come whole)
+            answers.seek(-len(line), os.SEEK_CUR)
+            time.sleep(0.05)
+            continue
+        seen += line
+        message = json.loads(line)
+        if message.get("id") == wanted_id:
+            return message  # type: ignore[no-any-return]
+    raise AssertionError(f"no answer to request {wanted_id}: {seen!r}")
+
+
+INITIALIZE = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {
+        "protocolVersion": "2025-06-18",
+        "capabilities": {},
+        "clientInfo": {"name": "t", "version": "0"},
+    },
+}
+
+
+@pytest.mark.parametrize(
+    ("stdout", "served"),
+    [
+        ("pipe", "stdio served on the event loop"),
+        ("file", "stdio served by the MCP SDK's transport (stdin or stdout is not a pipe or socket)"),
+        ("sdk", "stdio served by the MCP SDK's transport (--stdio sdk)"),
+    ],
+)
+def test_each_stdout_is_served_by_the_transport_that_can(tmp_path: Path, stdout: str, served: str) -> None:
+    folder = write(tmp_path / "py", PYTHON)
+    env = {**os.environ, "HOME": str(tmp_path / "home")}
+    env.pop("KANDEV_LSP_SETTINGS", None)
+    argv = [KANDEV_LSP, "mcp", "--workspace", str(folder), "--log-level", "info"]
+    answers_file = tmp_path / "answers.jsonl"
+    with answers_file.open("wb") as out:
+        process = subprocess.Popen(
+            [*argv, "--stdio", "sdk"] if stdout == "sdk" else argv,
+            stdin=subprocess.PIPE,
+            stdout=out if stdout == "file" else subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env=env,
+        )
+    assert process.stdin is not None and process.stderr is not None
+    answers = process.stdout if process.stdout is not None else answers_file.open("rb")
+    try:
+        process.stdin.write(json.dumps(INITIALIZE).encode() + b"\n")
+        process.stdin.flush()
+        assert _answer(answers, 1)["result"]["serverInfo"]["name"] == "kandev-lsp"
+        process.stdin.write(b'{"jsonrpc": "2.0", "method": "notifications/initialized"}\n')
+        process.stdin.write(b'{"jsonrpc": "2.0", "id": 2, "method": "tools/list"}\n')
+        process.stdin.flush()
+        assert "code_navigate" in {tool["name"] for tool in _answer(answers, 2)["result"]["tools"]}
+        process.stdin.close()  # the client leaves: the server ends cleanly
+        assert process.wait(timeout=60) == 0
+        logged = process.stderr.read().decode()
+        assert served in logged, logged
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+        process.stderr.close()
+        answers.close()
