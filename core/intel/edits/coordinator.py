@@ -51,6 +51,7 @@ from kandev_lsp.intel.edits.receipts import (
     elsewhere_delta,
     receipt,
     resource_entry,
+    unchanged_receipt,
 )
 from kandev_lsp.intel.edits.transactions import PendingMutation, TransactionError, TransactionStore
 from kandev_lsp.intel.errors import IntelError
@@ -222,7 +223,7 @@ class MutationCoordinator:
                     **produced.result,
                     "ok": True,
                     "changed": False,
-                    "receipt": receipt(outcome="unchanged"),
+                    "receipt": unchanged_receipt(),
                 }
                 return self._finish(tool, started, result)
             required = approval.required or produced.incomplete_diff or bool(produced.commands)
@@ -852,10 +853,16 @@ class MutationCoordinator:
                 head += f" ({action['kind']})"
         targets = sorted({f.display for f in pending.files})
         if targets:
-            head += " on " + ", ".join(targets[:5]) + (f" and {len(targets) - 5} more" if len(targets) > 5 else "")
+            head += (
+                " on "
+                + ", ".join(targets[:5])
+                + (f" and {len(targets) - 5} more" if len(targets) > 5 else "")
+            )
         steps: list[str] = []
         if plan.files or not pending.commands:
-            steps.append(f"apply {_plural(plan.text_edit_count(), 'edit')} in {_plural(len(plan.files), 'file')}")
+            steps.append(
+                f"apply {_plural(plan.text_edit_count(), 'edit')} in {_plural(len(plan.files), 'file')}"
+            )
         if plan.resources:
             steps.append(f"{_plural(len(plan.resources), 'file operation')}")
         if pending.commands:

@@ -32,6 +32,7 @@ __all__ = [
     "elsewhere_delta",
     "receipt",
     "resource_entry",
+    "unchanged_receipt",
 ]
 
 SaveState = Literal["saved", "not-saved", "uncertain"]
@@ -195,6 +196,13 @@ def resource_entry(op: ResourceOp, *, exact: bool = True) -> dict[str, Any]:
     return {**resource_summary(op), "exact": exact}
 
 
+def unchanged_receipt() -> dict[str, Any]:
+    """The receipt of a mutation whose server answer changes nothing (a formatted file formatted again, an
+    action without an edit): nothing to count, approve or write, so as small as a rejection's
+    (:func:`~kandev_lsp.intel.rejections.rejected_receipt`)."""
+    return {"outcome": "unchanged", "textEdits": 0, "saved": "not-saved"}
+
+
 def receipt(
     *,
     outcome: str,
@@ -209,7 +217,7 @@ def receipt(
     """The receipt of one mutation (B7.5).
 
     :param outcome: what happened: ``applied``, ``pending-approval``, ``declined``, ``rejected``,
-        ``conflict``, ``failed``, ``uncertain``.
+        ``conflict``, ``failed``, ``uncertain`` (``unchanged`` has :func:`unchanged_receipt`).
     :param diagnostics: a :func:`diagnostics_delta`, or None when none was taken (nothing changed, or the
         servers could not say); ``diagnostics_status`` then says why.
     :param diagnostics_status: how fresh the "after" diagnostics are (``current``, ``quiet``, ``stale``,

@@ -162,7 +162,10 @@ def test_an_empty_edit_changes_nothing_and_needs_no_approval(tmp_path: Path) -> 
             return await coordinator.mutate("code_format", [a], fixed({}), IntelContext())
 
     result = asyncio.run(run())
-    assert result["ok"] and result["changed"] is False and result["receipt"]["outcome"] == "unchanged"
+    assert result["ok"] and result["changed"] is False, result
+    # nothing to count, approve or write: the small receipt, as a rejection's
+    assert result["receipt"] == {"outcome": "unchanged", "textEdits": 0, "saved": "not-saved"}
+    assert "needsApproval" not in result and (folder / "a.txt").read_text() == "alpha\n"
 
 
 class _FailingDisk(DiskFileSystem):
