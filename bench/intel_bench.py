@@ -290,13 +290,19 @@ async def _profile(
         stats.sort_stats(os.environ.get("SORT", "tottime")).print_stats(int(os.environ.get("TOP", "25")))
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+def project_arguments(description: str) -> argparse.ArgumentParser:
+    """The options of a bench on the generated projects (this one's and ``bench/mcp_bench.py``'s)."""
+    parser = argparse.ArgumentParser(description=description)
     parser.add_argument("--home", type=Path, help="a HOME whose managed cache holds the servers")
     parser.add_argument("--quick", action="store_true", help="few rounds, small projects")
     parser.add_argument("--rounds", type=int, default=None)
     parser.add_argument("--modules", type=int, default=None, help="files per generated project (default 40)")
     parser.add_argument("--language", action="append", choices=["python", "typescript"])
+    return parser
+
+
+def main() -> int:
+    parser = project_arguments(__doc__.split("\n\n")[0])
     parser.add_argument("--json", action="store_true")
     parser.add_argument(
         "--profile",

@@ -27,7 +27,6 @@ or so, that difference is noise), the same call with ``--stdio sdk`` and the rat
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import contextlib
 import os
@@ -39,7 +38,7 @@ from pathlib import Path
 from typing import Any
 
 from benchkit import bench_home
-from intel_bench import bench_cases, python_project, typescript_project
+from intel_bench import bench_cases, project_arguments, python_project, typescript_project
 
 KANDEV_LSP = str(Path(sys.executable).parent / "kandev-lsp")
 #: ``kandev-lsp mcp --stdio``: kandev-lsp's event-loop transport, and the SDK's own (the baseline).
@@ -134,13 +133,7 @@ async def over_mcp(
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--home", type=Path, help="a HOME whose managed cache holds the servers")
-    parser.add_argument("--quick", action="store_true", help="few rounds, small projects")
-    parser.add_argument("--rounds", type=int, default=None)
-    parser.add_argument("--modules", type=int, default=None, help="files per generated project (default 40)")
-    parser.add_argument("--language", action="append", choices=["python", "typescript"])
-    args = parser.parse_args()
+    args = project_arguments(__doc__.split("\n\n")[0]).parse_args()
     rounds = args.rounds or (5 if args.quick else 40)
     modules = args.modules or (10 if args.quick else 40)
     with tempfile.TemporaryDirectory(prefix="mcp-bench-") as temp:
