@@ -274,16 +274,20 @@ def run_mcp(args: argparse.Namespace) -> int:
     async def serve() -> None:
         async with service:
             server = build_server(service, args.deadline, auto_approve=args.auto_approve)
-            async with contextlib.AsyncExitStack() as stack:
-                streams = None
-                if args.stdio == "loop":
-                    streams = await stack.enter_async_context(event_loop_stdio())
-                else:
-                    log.info("stdio served by the MCP SDK's transport (--stdio sdk)")
-                stdin, stdout = streams if streams is not None else (None, None)
-                transport = stdio_server(stdin, stdout)  # type: ignore[arg-type] # the SDK's AsyncFile API
-                read_stream, write_stream = await stack.enter_async_context(transport)
-                await server.run(read_stream, write_stream, server.create_initialization_options())
+            try:
+                async with contextlib.AsyncExitStack() as stack:
+                    streams = None
+                    if args.stdio == "loop":
+                        streams = await stack.enter_async_context(event_loop_stdio())
+                    else:
+                        log.info("stdio served by the MCP SDK's transport (--stdio sdk)")
+                    stdin, stdout = streams if streams is not None else (None, None)
+                    transport = stdio_server(stdin, stdout)  # type: ignore[arg-type] # the SDK's AsyncFile API
+                    read_stream, write_stream = await stack.enter_async_context(transport)
+                    await server.run(read_stream, write_stream, server.create_initialization_options())
+            except* (BrokenPipeError, ConnectionResetError):
+                # The client went away without closing stdin first: the servers stop as on a clean close.
+                log.warning("the MCP client stopped reading (its end of stdout is closed): stopping")
 
     anyio.run(serve)
     return 0

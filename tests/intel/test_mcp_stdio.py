@@ -5,6 +5,7 @@ and the SDK's own transport where the loop cannot serve (a regular file)."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import socket
@@ -179,3 +180,40 @@ def test_each_stdout_is_served_by_the_transport_that_can(tmp_path: Path, stdout:
             process.wait()
         process.stderr.close()
         answers.close()
+
+
+@pytest.mark.parametrize("stdio", ["loop", "sdk"])
+def test_a_client_that_stops_reading_ends_the_server_cleanly(tmp_path: Path, stdio: str) -> None:
+    folder = write(tmp_path / "py", PYTHON)
+    env = {**os.environ, "HOME": str(tmp_path / "home")}
+    env.pop("KANDEV_LSP_SETTINGS", None)
+    process = subprocess.Popen(
+        [KANDEV_LSP, "mcp", "--workspace", str(folder), "--stdio", stdio],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=env,
+    )
+    assert process.stdin is not None and process.stdout is not None and process.stderr is not None
+    try:
+        process.stdin.write(json.dumps(INITIALIZE).encode() + b"\n")
+        process.stdin.flush()
+        assert _answer(process.stdout, 1)["result"]["serverInfo"]["name"] == "kandev-lsp"
+        process.stdout.close()  # the client stops reading, without closing the server's stdin
+        with contextlib.suppress(BrokenPipeError):  # the server may be gone before the last request
+            for request_id in range(2, 6):
+                request = {"jsonrpc": "2.0", "id": request_id, "method": "tools/list"}
+                process.stdin.write(json.dumps(request).encode() + b"\n")
+                process.stdin.flush()
+                time.sleep(0.2)
+        assert process.wait(timeout=60) == 0
+        logged = process.stderr.read().decode()
+        assert "the MCP client stopped reading (its end of stdout is closed): stopping" in logged, logged
+        assert "Traceback" not in logged, logged
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+        process.stderr.close()
+        with contextlib.suppress(BrokenPipeError):
+            process.stdin.close()
