@@ -17,7 +17,8 @@ step, and applied only on the person's accept. An "approve all" answer lasts for
 ``--auto-approve`` starts the session that way (unattended runs). Tools named in ``lsp_disabled_tools`` (or
 ``--disable-tool``) are neither listed nor callable. Language servers start on the first call that needs
 them and stay warm for the life of the MCP session (stopped after ``--idle-timeout`` seconds without a
-call); all are stopped gracefully when the client closes stdin.
+call); all are stopped gracefully when the client closes stdin or stops reading stdout, and on SIGINT,
+SIGTERM or SIGHUP.
 
 stdout carries MCP only; logs go to stderr. stdin and stdout are served on the event loop
 (:mod:`kandev_lsp.cli.mcp_stdio`) rather than through the SDK's worker threads: an MCP round trip takes
@@ -29,6 +30,7 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import signal
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -261,12 +263,8 @@ def build_server(service: IntelService, deadline: float = 9.0, *, auto_approve: 
 
 
 def run_mcp(args: argparse.Namespace) -> int:
-    import contextlib
-
     import anyio
-    from kandev_lsp.cli.mcp_stdio import event_loop_stdio
     from kandev_lsp.cli.serve import configure_logging
-    from mcp.server.stdio import stdio_server
 
     configure_logging(args.log_level)
     service = open_service(args, idle_timeout=args.idle_timeout, max_servers=args.max_servers)
@@ -274,20 +272,50 @@ def run_mcp(args: argparse.Namespace) -> int:
     async def serve() -> None:
         async with service:
             server = build_server(service, args.deadline, auto_approve=args.auto_approve)
+            stop = anyio.CancelScope()
             try:
-                async with contextlib.AsyncExitStack() as stack:
-                    streams = None
-                    if args.stdio == "loop":
-                        streams = await stack.enter_async_context(event_loop_stdio())
-                    else:
-                        log.info("stdio served by the MCP SDK's transport (--stdio sdk)")
-                    stdin, stdout = streams if streams is not None else (None, None)
-                    transport = stdio_server(stdin, stdout)  # type: ignore[arg-type] # the SDK's AsyncFile API
-                    read_stream, write_stream = await stack.enter_async_context(transport)
-                    await server.run(read_stream, write_stream, server.create_initialization_options())
+                with stop:
+                    await _serve_stdio(server, args.stdio, stop)
             except* (BrokenPipeError, ConnectionResetError):
                 # The client went away without closing stdin first: the servers stop as on a clean close.
                 log.warning("the MCP client stopped reading (its end of stdout is closed): stopping")
 
     anyio.run(serve)
     return 0
+
+
+async def _serve_stdio(server: Any, stdio: str, stop: Any) -> None:
+    """Run ``server`` (the SDK's low-level server) on stdin and stdout until the client leaves; ``stdio``
+    is ``--stdio``: ``loop`` (:mod:`kandev_lsp.cli.mcp_stdio`, where it can serve) or ``sdk``.
+
+    On the loop's transport, SIGINT, SIGTERM and SIGHUP cancel ``stop`` (the session): the language
+    servers are then shut down as on a clean close. The SDK's transport waits for a line in a thread that
+    a cancellation cannot interrupt, so there the signals keep their default action.
+    """
+    import asyncio
+    import contextlib
+
+    from kandev_lsp.cli.listening import STOP_SIGNALS
+    from kandev_lsp.cli.mcp_stdio import event_loop_stdio
+    from mcp.server.stdio import stdio_server
+
+    async with contextlib.AsyncExitStack() as stack:
+        streams = None
+        if stdio == "loop":
+            streams = await stack.enter_async_context(event_loop_stdio())
+        else:
+            log.info("stdio served by the MCP SDK's transport (--stdio sdk)")
+        if streams is not None:
+            loop = asyncio.get_running_loop()
+            for signum in STOP_SIGNALS:
+                loop.add_signal_handler(signum, _stopping, stop, signum)
+                stack.callback(loop.remove_signal_handler, signum)
+        stdin, stdout = streams if streams is not None else (None, None)
+        transport = stdio_server(stdin, stdout)  # type: ignore[arg-type] # the SDK's AsyncFile API
+        read_stream, write_stream = await stack.enter_async_context(transport)
+        await server.run(read_stream, write_stream, server.create_initialization_options())
+
+
+def _stopping(scope: Any, signum: int) -> None:
+    log.warning("stopping on %s: the language servers are shut down first", signal.Signals(signum).name)
+    scope.cancel()

@@ -8,6 +8,7 @@ import asyncio
 import contextlib
 import json
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -18,6 +19,7 @@ from typing import Any
 import pytest
 from intel_projects import PYTHON, write
 from kandev_lsp.cli.mcp_stdio import WireLines, loop_can_serve
+from stream_testkit import TAG_VARIABLE, RealServers
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="the event-loop transport is POSIX only")
 
@@ -215,5 +217,65 @@ def test_a_client_that_stops_reading_ends_the_server_cleanly(tmp_path: Path, std
             process.kill()
             process.wait()
         process.stderr.close()
+        with contextlib.suppress(BrokenPipeError):
+            process.stdin.close()
+
+
+def _children(pid: int) -> list[int]:
+    """The direct children of ``pid`` (from /proc: this test runs on Linux CI)."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            with contextlib.suppress(OSError), open(f"/proc/{entry}/stat") as stat:
+                if int(stat.read().rsplit(")", 1)[1].split()[1]) == pid:
+                    found.append(int(entry))
+    return found
+
+
+@pytest.mark.real_server
+@pytest.mark.network_registry
+@pytest.mark.skipif(not os.path.isdir("/proc"), reason="reads children from /proc")
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT, signal.SIGHUP])
+def test_a_stop_signal_shuts_the_language_servers_down_and_exits_0(
+    tmp_path: Path, real_servers: RealServers, tag: str, signum: int
+) -> None:
+    folder = write(tmp_path / "py", PYTHON)
+    env = {**os.environ, **real_servers.overrides(), TAG_VARIABLE: tag}
+    env.pop("KANDEV_LSP_SETTINGS", None)
+    process = subprocess.Popen(
+        [KANDEV_LSP, "mcp", "--workspace", str(folder), "--deadline", "90"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=env,
+    )
+    assert process.stdin is not None and process.stdout is not None and process.stderr is not None
+    try:
+        process.stdin.write(json.dumps(INITIALIZE).encode() + b"\n")
+        process.stdin.write(b'{"jsonrpc": "2.0", "method": "notifications/initialized"}\n')
+        call = {"name": "code_symbols", "arguments": {"path": "lib.py"}}
+        process.stdin.write(
+            json.dumps({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": call}).encode()
+        )
+        process.stdin.write(b"\n")
+        process.stdin.flush()
+        assert not _answer(process.stdout, 2)["result"]["isError"]
+        servers = _children(process.pid)
+        assert servers, "pyright runs as a child of kandev-lsp"
+        process.send_signal(signum)
+        assert process.wait(timeout=60) == 0
+        # Shut down, not orphaned: the servers are gone when kandev-lsp is (the parent-death signal
+        # would only get them later, and without LSP's shutdown).
+        assert [pid for pid in servers if os.path.exists(f"/proc/{pid}")] == []
+        logged = process.stderr.read().decode()
+        name = signal.Signals(signum).name
+        assert f"stopping on {name}: the language servers are shut down first" in logged, logged
+        assert "Traceback" not in logged, logged
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+        process.stderr.close()
+        process.stdout.close()
         with contextlib.suppress(BrokenPipeError):
             process.stdin.close()
