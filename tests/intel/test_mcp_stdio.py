@@ -13,6 +13,7 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -138,6 +139,50 @@ INITIALIZE = {
         "clientInfo": {"name": "t", "version": "0"},
     },
 }
+INITIALIZED = {"jsonrpc": "2.0", "method": "notifications/initialized"}
+
+
+def _request(request_id: int, method: str, params: dict[str, Any] | None = None) -> dict[str, Any]:
+    return {"jsonrpc": "2.0", "id": request_id, "method": method, **({"params": params} if params else {})}
+
+
+@contextlib.contextmanager
+def _mcp(
+    folder: Path, overrides: dict[str, str], *flags: str, stdout: Any = subprocess.PIPE
+) -> Iterator[subprocess.Popen[bytes]]:
+    """``kandev-lsp mcp`` on ``folder`` with stdin and stderr piped (``stdout`` as given), the test's
+    environment plus ``overrides``; killed if still running when the test leaves, its pipes closed."""
+    env = {**os.environ, **overrides}
+    env.pop("KANDEV_LSP_SETTINGS", None)
+    process = subprocess.Popen(
+        [KANDEV_LSP, "mcp", "--workspace", str(folder), *flags],
+        stdin=subprocess.PIPE,
+        stdout=stdout,
+        stderr=subprocess.PIPE,
+        env=env,
+    )
+    try:
+        yield process
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+        for stream in (process.stdin, process.stdout, process.stderr):
+            if stream is not None:
+                with contextlib.suppress(BrokenPipeError):  # stdin, when the server left first
+                    stream.close()
+
+
+def _send(process: subprocess.Popen[bytes], *messages: dict[str, Any]) -> None:
+    assert process.stdin is not None
+    for message in messages:
+        process.stdin.write(json.dumps(message).encode() + b"\n")
+    process.stdin.flush()
+
+
+def _stderr(process: subprocess.Popen[bytes]) -> str:
+    assert process.stderr is not None
+    return process.stderr.read().decode()
 
 
 @pytest.mark.parametrize(
@@ -150,75 +195,45 @@ INITIALIZE = {
 )
 def test_each_stdout_is_served_by_the_transport_that_can(tmp_path: Path, stdout: str, served: str) -> None:
     folder = write(tmp_path / "py", PYTHON)
-    env = {**os.environ, "HOME": str(tmp_path / "home")}
-    env.pop("KANDEV_LSP_SETTINGS", None)
-    argv = [KANDEV_LSP, "mcp", "--workspace", str(folder), "--log-level", "info"]
+    flags = ["--log-level", "info", *(["--stdio", "sdk"] if stdout == "sdk" else [])]
     answers_file = tmp_path / "answers.jsonl"
-    with answers_file.open("wb") as out:
-        process = subprocess.Popen(
-            [*argv, "--stdio", "sdk"] if stdout == "sdk" else argv,
-            stdin=subprocess.PIPE,
+    with (
+        answers_file.open("wb") as out,
+        _mcp(
+            folder,
+            {"HOME": str(tmp_path / "home")},
+            *flags,
             stdout=out if stdout == "file" else subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            env=env,
-        )
-    assert process.stdin is not None and process.stderr is not None
-    answers = process.stdout if process.stdout is not None else answers_file.open("rb")
-    try:
-        process.stdin.write(json.dumps(INITIALIZE).encode() + b"\n")
-        process.stdin.flush()
+        ) as process,
+        process.stdout or answers_file.open("rb") as answers,
+    ):
+        _send(process, INITIALIZE)
         assert _answer(answers, 1)["result"]["serverInfo"]["name"] == "kandev-lsp"
-        process.stdin.write(b'{"jsonrpc": "2.0", "method": "notifications/initialized"}\n')
-        process.stdin.write(b'{"jsonrpc": "2.0", "id": 2, "method": "tools/list"}\n')
-        process.stdin.flush()
+        _send(process, INITIALIZED, _request(2, "tools/list"))
         assert "code_navigate" in {tool["name"] for tool in _answer(answers, 2)["result"]["tools"]}
+        assert process.stdin is not None
         process.stdin.close()  # the client leaves: the server ends cleanly
         assert process.wait(timeout=60) == 0
-        logged = process.stderr.read().decode()
+        logged = _stderr(process)
         assert served in logged, logged
-    finally:
-        if process.poll() is None:
-            process.kill()
-            process.wait()
-        process.stderr.close()
-        answers.close()
 
 
 @pytest.mark.parametrize("stdio", ["loop", "sdk"])
 def test_a_client_that_stops_reading_ends_the_server_cleanly(tmp_path: Path, stdio: str) -> None:
     folder = write(tmp_path / "py", PYTHON)
-    env = {**os.environ, "HOME": str(tmp_path / "home")}
-    env.pop("KANDEV_LSP_SETTINGS", None)
-    process = subprocess.Popen(
-        [KANDEV_LSP, "mcp", "--workspace", str(folder), "--stdio", stdio],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        env=env,
-    )
-    assert process.stdin is not None and process.stdout is not None and process.stderr is not None
-    try:
-        process.stdin.write(json.dumps(INITIALIZE).encode() + b"\n")
-        process.stdin.flush()
+    with _mcp(folder, {"HOME": str(tmp_path / "home")}, "--stdio", stdio) as process:
+        assert process.stdout is not None
+        _send(process, INITIALIZE)
         assert _answer(process.stdout, 1)["result"]["serverInfo"]["name"] == "kandev-lsp"
         process.stdout.close()  # the client stops reading, without closing the server's stdin
         with contextlib.suppress(BrokenPipeError):  # the server may be gone before the last request
             for request_id in range(2, 6):
-                request = {"jsonrpc": "2.0", "id": request_id, "method": "tools/list"}
-                process.stdin.write(json.dumps(request).encode() + b"\n")
-                process.stdin.flush()
+                _send(process, _request(request_id, "tools/list"))
                 time.sleep(0.2)
         assert process.wait(timeout=60) == 0
-        logged = process.stderr.read().decode()
+        logged = _stderr(process)
         assert "the MCP client stopped reading (its end of stdout is closed): stopping" in logged, logged
         assert "Traceback" not in logged, logged
-    finally:
-        if process.poll() is None:
-            process.kill()
-            process.wait()
-        process.stderr.close()
-        with contextlib.suppress(BrokenPipeError):
-            process.stdin.close()
 
 
 def _children(pid: int) -> list[int]:
@@ -240,25 +255,11 @@ def test_a_stop_signal_shuts_the_language_servers_down_and_exits_0(
     tmp_path: Path, real_servers: RealServers, tag: str, signum: int
 ) -> None:
     folder = write(tmp_path / "py", PYTHON)
-    env = {**os.environ, **real_servers.overrides(), TAG_VARIABLE: tag}
-    env.pop("KANDEV_LSP_SETTINGS", None)
-    process = subprocess.Popen(
-        [KANDEV_LSP, "mcp", "--workspace", str(folder), "--deadline", "90"],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        env=env,
-    )
-    assert process.stdin is not None and process.stdout is not None and process.stderr is not None
-    try:
-        process.stdin.write(json.dumps(INITIALIZE).encode() + b"\n")
-        process.stdin.write(b'{"jsonrpc": "2.0", "method": "notifications/initialized"}\n')
-        call = {"name": "code_symbols", "arguments": {"path": "lib.py"}}
-        process.stdin.write(
-            json.dumps({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": call}).encode()
-        )
-        process.stdin.write(b"\n")
-        process.stdin.flush()
+    overrides = {**real_servers.overrides(), TAG_VARIABLE: tag}
+    with _mcp(folder, overrides, "--deadline", "90") as process:
+        assert process.stdout is not None
+        symbols = {"name": "code_symbols", "arguments": {"path": "lib.py"}}
+        _send(process, INITIALIZE, INITIALIZED, _request(2, "tools/call", symbols))
         assert not _answer(process.stdout, 2)["result"]["isError"]
         servers = _children(process.pid)
         assert servers, "pyright runs as a child of kandev-lsp"
@@ -267,15 +268,7 @@ def test_a_stop_signal_shuts_the_language_servers_down_and_exits_0(
         # Shut down, not orphaned: the servers are gone when kandev-lsp is (the parent-death signal
         # would only get them later, and without LSP's shutdown).
         assert [pid for pid in servers if os.path.exists(f"/proc/{pid}")] == []
-        logged = process.stderr.read().decode()
+        logged = _stderr(process)
         name = signal.Signals(signum).name
         assert f"stopping on {name}: the language servers are shut down first" in logged, logged
         assert "Traceback" not in logged, logged
-    finally:
-        if process.poll() is None:
-            process.kill()
-            process.wait()
-        process.stderr.close()
-        process.stdout.close()
-        with contextlib.suppress(BrokenPipeError):
-            process.stdin.close()
