@@ -11,10 +11,11 @@ after doing what the SDK does when it opens stdio itself: the wire moves to priv
 then reads the null device and fd 1 writes to stderr, so stray output (a library's ``print``, a child
 that inherits fd 1) cannot corrupt the stream; both are put back on exit.
 
-Only for a pipe or a socket on POSIX (what an MCP client gives its server). A terminal is left to the
-SDK's transport: the event loop makes the descriptor non-blocking, which a terminal shares with the shell.
-A regular file cannot be watched by the loop at all. Both then take the SDK's own path, as does
-``--stdio sdk``.
+Only for pipes or sockets on POSIX (what an MCP client gives its server: Node's child processes get a
+socket per stream). A terminal is left to the SDK's transport: the event loop makes the descriptor
+non-blocking, which a terminal shares with the shell. A regular file cannot be watched by the loop at all,
+and one socket for both stdin and stdout would look closed to the loop's writer at the client's next
+message. These take the SDK's own path, as does ``--stdio sdk``.
 """
 
 from __future__ import annotations
@@ -49,6 +50,17 @@ def loop_can_serve(fd: int) -> bool:
     except OSError:
         return False
     return stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode)
+
+
+def _one_socket(first: int, second: int) -> bool:
+    """Whether two descriptors are one socket (a client that gave stdin and stdout the same socket). The
+    loop's write transport watches its descriptor for reads to notice the peer closing: on a shared
+    socket that would be the client's next message, taken for a close."""
+    try:
+        one, other = os.fstat(first), os.fstat(second)
+    except OSError:
+        return False
+    return stat.S_ISSOCK(one.st_mode) and (one.st_dev, one.st_ino) == (other.st_dev, other.st_ino)
 
 
 class WireLines:
@@ -139,6 +151,10 @@ async def event_loop_stdio() -> AsyncIterator[tuple[WireLines, WireWriter] | Non
     stdin or stdout is not a pipe or socket on POSIX (the caller then lets the SDK open stdio itself)."""
     if not (loop_can_serve(0) and loop_can_serve(1)):
         log.info("stdio served by the MCP SDK's transport (stdin or stdout is not a pipe or socket)")
+        yield None
+        return
+    if _one_socket(0, 1):
+        log.info("stdio served by the MCP SDK's transport (stdin and stdout are one socket)")
         yield None
         return
     loop = asyncio.get_running_loop()

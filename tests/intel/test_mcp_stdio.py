@@ -8,6 +8,7 @@ import asyncio
 import contextlib
 import json
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -218,6 +219,40 @@ def test_each_stdout_is_served_by_the_transport_that_can(tmp_path: Path, stdout:
         assert served in logged, logged
 
 
+def test_one_socket_for_stdin_and_stdout_takes_the_sdks_transport(tmp_path: Path) -> None:
+    folder = write(tmp_path / "py", PYTHON)
+    client, server = socket.socketpair()
+    env = {**os.environ, "HOME": str(tmp_path / "home")}
+    env.pop("KANDEV_LSP_SETTINGS", None)
+    with client, server:
+        process = subprocess.Popen(
+            [KANDEV_LSP, "mcp", "--workspace", str(folder), "--log-level", "info"],
+            stdin=server.fileno(),
+            stdout=server.fileno(),
+            stderr=subprocess.PIPE,
+            env=env,
+        )
+        server.close()
+        try:
+            with client.makefile("rb") as answers:
+                client.sendall(json.dumps(INITIALIZE).encode() + b"\n")
+                assert _answer(answers, 1)["result"]["serverInfo"]["name"] == "kandev-lsp"
+                # the next message on the same socket: the loop's writer would have taken it for a close
+                for message in (INITIALIZED, _request(2, "tools/list")):
+                    client.sendall(json.dumps(message).encode() + b"\n")
+                assert "code_navigate" in {tool["name"] for tool in _answer(answers, 2)["result"]["tools"]}
+            client.shutdown(socket.SHUT_WR)
+            assert process.wait(timeout=60) == 0
+            logged = _stderr(process)
+            assert "stdio served by the MCP SDK's transport (stdin and stdout are one socket)" in logged
+        finally:
+            if process.poll() is None:
+                process.kill()
+                process.wait()
+            assert process.stderr is not None
+            process.stderr.close()
+
+
 @pytest.mark.parametrize("stdio", ["loop", "sdk"])
 def test_a_client_that_stops_reading_ends_the_server_cleanly(tmp_path: Path, stdio: str) -> None:
     folder = write(tmp_path / "py", PYTHON)
@@ -272,3 +307,55 @@ def test_a_stop_signal_shuts_the_language_servers_down_and_exits_0(
         name = signal.Signals(signum).name
         assert f"stopping on {name}: the language servers are shut down first" in logged, logged
         assert "Traceback" not in logged, logged
+
+
+NODE_CLIENT = r"""
+const { spawn } = require("child_process");
+const [command, ...args] = JSON.parse(process.argv[1]);
+const server = spawn(command, args, { stdio: ["pipe", "pipe", "pipe"] });
+let buffered = "", logged = "";
+const waiting = {};
+server.stdout.on("data", (data) => {
+  buffered += data.toString();
+  for (let end; (end = buffered.indexOf("\n")) >= 0; buffered = buffered.slice(end + 1)) {
+    const message = JSON.parse(buffered.slice(0, end));
+    if (waiting[message.id]) waiting[message.id](message);
+  }
+});
+server.stderr.on("data", (data) => { logged += data.toString(); });
+const call = (id, method, params) => new Promise((answered) => {
+  waiting[id] = answered;
+  server.stdin.write(JSON.stringify({ jsonrpc: "2.0", id, method, params }) + "\n");
+});
+(async () => {
+  const init = await call(1, "initialize", {
+    protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "node", version: "0" },
+  });
+  server.stdin.write(JSON.stringify({ jsonrpc: "2.0", method: "notifications/initialized" }) + "\n");
+  const listed = await call(2, "tools/list", {});
+  server.stdin.end();
+  server.on("exit", (code) => console.log(JSON.stringify({
+    name: init.result.serverInfo.name, tools: listed.result.tools.map((tool) => tool.name), code, logged,
+  })));
+})();
+"""
+
+
+@pytest.mark.skipif(shutil.which("node") is None, reason="node is not installed")
+def test_a_node_client_is_served_on_the_event_loop(tmp_path: Path) -> None:
+    """Node's child processes get a socket per stdio stream (libuv), as from most MCP clients."""
+    folder = write(tmp_path / "py", PYTHON)
+    env = {**os.environ, "HOME": str(tmp_path / "home")}
+    env.pop("KANDEV_LSP_SETTINGS", None)
+    argv = [KANDEV_LSP, "mcp", "--workspace", str(folder), "--log-level", "info"]
+    done = subprocess.run(
+        ["node", "-e", NODE_CLIENT, json.dumps(argv)],
+        capture_output=True,
+        env=env,
+        timeout=120,
+        check=True,
+    )
+    report = json.loads(done.stdout)
+    assert report["name"] == "kandev-lsp" and "code_navigate" in report["tools"], report
+    assert report["code"] == 0, report
+    assert "stdio served on the event loop" in report["logged"], report["logged"]
