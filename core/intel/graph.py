@@ -18,8 +18,8 @@ count. Items outside the workspace (a call into the standard library) are omitte
 Cost (issue 9: a tool call may add 5 % + 1 ms to the raw request, and a popular function has hundreds of
 callers): each URI is checked and each file's text looked up once per call, a node's call sites are
 converted in one pass over its file's text (:meth:`~kandev_lsp.intel.text.Document.model_ranges`), and
-the well-formed answer, the usual one, takes the short path through each check; malformed values take
-the general one and come out as before (``tests/intel/test_graph_reference.py`` holds the two equal).
+the well-formed call sites, the usual ones, take the short path through each check; malformed values
+take the general one and come out as before (``tests/intel/test_graph_reference.py`` holds the two equal).
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ from typing import Any, Final
 
 from kandev_lsp.intel.errors import IntelError
 from kandev_lsp.intel.executor import Deadline
-from kandev_lsp.intel.symbols import SYMBOL_KINDS, kind_name
+from kandev_lsp.intel.symbols import kind_name
 from kandev_lsp.intel.text import Document, PositionEncoding, TextSource
 from kandev_lsp.intel.workspace import Workspace, WorkspaceFile
 
@@ -78,7 +78,6 @@ def _start(item: dict[str, Any]) -> dict[str, Any] | None:
     return start if isinstance(start, dict) else None
 
 
-_KIND_COUNT: Final = len(SYMBOL_KINDS)
 #: Where an item without a position is placed (its first line).
 _ORIGIN: Final = {"line": 0, "character": 0}
 
@@ -86,8 +85,9 @@ _ORIGIN: Final = {"line": 0, "character": 0}
 class _Walk:
     """The state of one traversal: its nodes, edges, failures and budgets' verdicts.
 
-    Everything a node needs is looked up once per call: each URI's path check (B8.11) and each file's
-    text, kept by URI and by file; a node keeps its file's text for its call sites.
+    Everything a node needs is looked up once per call: each URI's path check (B8.11), kept by URI, and
+    each file's text (the call's text source reads a file once); a node keeps its file's text for its
+    call sites.
     """
 
     def __init__(
@@ -107,8 +107,6 @@ class _Walk:
         self.documents: dict[str, Document | None] = {}
         #: URI -> its file, or None when the path check refused it (one check per URI per call)
         self.found: dict[str, WorkspaceFile | None] = {}
-        #: absolute path -> the file's text (one read per file per call)
-        self.texts_by_path: dict[str, Document | None] = {}
         self.edges: dict[tuple[str, str], dict[str, Any]] = {}
         self.failures: list[dict[str, Any]] = []
         self.truncated_by: set[str] = set()
@@ -132,17 +130,11 @@ class _Walk:
         if file is None:
             self.omitted += 1
             return None, False
-        try:  # the common case first: a well-formed selectionRange
-            start = item["selectionRange"]["start"]
-            line, character = start["line"], start["character"]
-            if type(line) is not int or type(character) is not int or line < 0 or character < 0:
-                raise TypeError
-        except (KeyError, TypeError):  # the general rule
-            start = _start(item)
-            if start is None:
-                line = character = 0
-            else:  # malformed numbers count as 0 (as model_position has them)
-                line, character = _int(start.get("line")), _int(start.get("character"))
+        start = _start(item)
+        if start is None:
+            line = character = 0
+        else:  # malformed numbers count as 0 (as model_position has them)
+            line, character = _int(start.get("line")), _int(start.get("character"))
         absolute = file.absolute
         key = (absolute, line, character, name)
         nodes = self.nodes
@@ -151,11 +143,7 @@ class _Walk:
         if len(nodes) >= self.max_nodes:
             self.truncated_by.add("nodes")
             return None, False
-        texts = self.texts_by_path
-        if absolute in texts:
-            document = texts[absolute]
-        else:
-            document = texts[absolute] = self.texts.document(file)
+        document = self.texts.document(file)  # the call's TextCache reads each file once
         if document is None:
             line, column = line + 1, character + 1
         else:
@@ -169,13 +157,10 @@ class _Walk:
                 number += 1
         ids.add(node_id)
         self.documents[node_id] = document
-        kind = item.get("kind")
         node = {
             "id": node_id,
             "name": name,
-            "kind": SYMBOL_KINDS[kind - 1]
-            if type(kind) is int and 0 < kind <= _KIND_COUNT
-            else kind_name(_int(kind)),
+            "kind": kind_name(_int(item.get("kind"))),
             "path": display,
             "line": line,
             "column": column,

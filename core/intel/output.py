@@ -64,11 +64,8 @@ _encode_string: Final = json.encoder.encode_basestring
 
 
 class RawLocation(NamedTuple):
-    """One server location: its URI, the range to point at, and the declaration's range if known.
-
-    A tuple: one is made per location of a large answer, and :func:`normalize_locations` makes them
-    without a Python-level constructor call.
-    """
+    """One server location that is not a plain ``Location`` (:func:`_location_of`): its URI, the range to
+    point at, and the declaration's range if known."""
 
     uri: str
     range: dict[str, Any]
@@ -351,29 +348,28 @@ def _plain_entries(lines: Sequence[str], keys: list[_Span]) -> tuple[list[dict[s
         text = lines[line] if line < count else ""
         width = len(text)
         column = (character if character < width else width) + 1
-        shown = (text if width <= SNIPPET_LINE_CHARS else _cut(text, column - 1)).strip()
-        line += 1
-        if end_line + 1 == line:
+        if end_line == line:
             end_column = (end_character if end_character < width else width) + 1
-            entries.append({"line": line, "column": column, "endColumn": end_column, "snippet": shown})
-            sizes.append(_FOUR_KEYS + len(f"{line}{column}{end_column}") + len(_encode_string(shown)))
         else:
             end_width = len(lines[end_line]) if end_line < count else 0
             end_column = (end_character if end_character < end_width else end_width) + 1
-            end_line += 1
-            entries.append(
-                {
-                    "line": line,
-                    "column": column,
-                    "endLine": end_line,
-                    "endColumn": end_column,
-                    "snippet": shown,
-                }
-            )
-            sizes.append(
-                _FIVE_KEYS + len(f"{line}{column}{end_line}{end_column}") + len(_encode_string(shown))
-            )
+        shown = (text if width <= SNIPPET_LINE_CHARS else _cut(text, column - 1)).strip()
+        entry, size = _plain_entry(line + 1, column, end_line + 1, end_column, shown)
+        entries.append(entry)
+        sizes.append(size)
     return entries, sizes
+
+
+def _plain_entry(
+    line: int, column: int, end_line: int, end_column: int, shown: str
+) -> tuple[dict[str, Any], int]:
+    """A location's entry (1-based positions, its snippet) and its size in the result's JSON, computed
+    without encoding the dict (:func:`_size`'s measure)."""
+    if end_line == line:
+        entry = {"line": line, "column": column, "endColumn": end_column, "snippet": shown}
+        return entry, _FOUR_KEYS + len(f"{line}{column}{end_column}") + len(_encode_string(shown))
+    entry = {"line": line, "column": column, "endLine": end_line, "endColumn": end_column, "snippet": shown}
+    return entry, _FIVE_KEYS + len(f"{line}{column}{end_line}{end_column}") + len(_encode_string(shown))
 
 
 def _size(entry: dict[str, Any]) -> int:
@@ -454,18 +450,7 @@ def _location(
         shown, first = (text if len(text) <= SNIPPET_LINE_CHARS else _cut(text, column - 1)).strip(), line
     else:
         shown, first = snippet(document, line - 1, column - 1, options.context)
-    if end_line == line:
-        entry = {"line": line, "column": column, "endColumn": end_column, "snippet": shown}
-        size = _FOUR_KEYS + len(f"{line}{column}{end_column}") + len(_encode_string(shown))
-    else:
-        entry = {
-            "line": line,
-            "column": column,
-            "endLine": end_line,
-            "endColumn": end_column,
-            "snippet": shown,
-        }
-        size = _FIVE_KEYS + len(f"{line}{column}{end_line}{end_column}") + len(_encode_string(shown))
+    entry, size = _plain_entry(line, column, end_line, end_column, shown)
     if first != line:
         entry["snippetStartLine"] = first
         size += 2 + _START_KEY + len(str(first))
