@@ -138,8 +138,8 @@ def _spread(values: list[float]) -> dict[str, float]:
 
 async def bench(folder: Path, home: Path, files: int, rounds: int) -> dict[str, Any]:
     from kandev_lsp import TaskEnvironment
-    from kandev_lsp.intel.dispatch import IntelContext
     from kandev_lsp.intel.service import IntelService
+    from kandev_lsp.intel.surface.dispatch import IntelContext
 
     texts = python_project(folder, files)
     env = TaskEnvironment.from_agent({"HOME": str(home), "PATH": "/usr/bin:/bin"})

@@ -185,8 +185,8 @@ async def bench_language(
     language: str, folder: Path, home: Path, rounds: int, profile: str | None = None
 ) -> dict[str, Any]:
     from kandev_lsp import TaskEnvironment
-    from kandev_lsp.intel.dispatch import IntelContext
     from kandev_lsp.intel.service import IntelService
+    from kandev_lsp.intel.surface.dispatch import IntelContext
 
     ext = "py" if language == "python" else "ts"
     env = TaskEnvironment.from_agent({"HOME": str(home), "PATH": "/usr/bin:/bin"})

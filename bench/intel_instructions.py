@@ -36,8 +36,8 @@ async def _child(language: str, folder: Path, home: Path, case: str, mode: str, 
     """Inside valgrind: warm up every part of ``case``, then run ``calls`` of ``mode`` (tool, raw, none)."""
     from intel_bench import bench_cases
     from kandev_lsp import TaskEnvironment
-    from kandev_lsp.intel.dispatch import IntelContext
     from kandev_lsp.intel.service import IntelService
+    from kandev_lsp.intel.surface.dispatch import IntelContext
 
     env = TaskEnvironment.from_agent({"HOME": str(home), "PATH": "/usr/bin:/bin"})
     ctx = IntelContext(deadline=600)  # valgrind runs this process ~50x slower than the servers

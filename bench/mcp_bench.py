@@ -58,8 +58,8 @@ def _ms(times: list[float]) -> float:
 async def in_process(language: str, folder: Path, home: Path, rounds: int) -> dict[str, dict[str, Any]]:
     """Phase 1: per case, the raw request's and the ``dispatch`` call's p50, and the case's tool payload."""
     from kandev_lsp import TaskEnvironment
-    from kandev_lsp.intel.dispatch import IntelContext
     from kandev_lsp.intel.service import IntelService
+    from kandev_lsp.intel.surface.dispatch import IntelContext
 
     env = TaskEnvironment.from_agent({"HOME": str(home), "PATH": "/usr/bin:/bin"})
     ctx = IntelContext(deadline=120)

@@ -155,8 +155,8 @@ def dry_run(result: dict[str, Any]) -> dict[str, Any]:
 def run_code(args: argparse.Namespace) -> int:
     import asyncio
 
-    from kandev_lsp.intel.dispatch import IntelContext
-    from kandev_lsp.intel.schemas import ALL_TOOLS, tool_by_name
+    from kandev_lsp.intel.surface.dispatch import IntelContext
+    from kandev_lsp.intel.surface.schemas import ALL_TOOLS, tool_by_name
 
     if tool_by_name(args.tool) is None:  # a usage error (2), not a tool's answer (1): nothing ran
         raise UsageError(f"no tool {args.tool!r}; the tools are: {', '.join(t.name for t in ALL_TOOLS)}")

@@ -44,8 +44,8 @@ from kandev_lsp.cli.mcp_approval import (
 )
 
 if TYPE_CHECKING:
-    from kandev_lsp.intel.schemas import ToolSpec
     from kandev_lsp.intel.service import IntelService
+    from kandev_lsp.intel.surface.schemas import ToolSpec
 
 log = logging.getLogger("kandev_lsp.mcp")
 
@@ -156,7 +156,7 @@ def build_server(service: IntelService, deadline: float = 9.0, *, auto_approve: 
     from importlib.metadata import PackageNotFoundError, version
 
     import mcp_types as types
-    from kandev_lsp.intel.dispatch import IntelContext
+    from kandev_lsp.intel.surface.dispatch import IntelContext
     from mcp.server.lowlevel import Server
 
     try:

@@ -1,36 +1,41 @@
-"""Code intelligence for coding agents: the pure core of the read tools (issue 9, clauses B1-B11).
+"""Code intelligence for coding agents: twelve tools over managed language servers (issues 9, 11, 20; B1-B11).
 
-Rooms, each a small module with one concern:
+Rooms, each a package with one concern, bottom up (:mod:`~kandev_lsp.intel.errors`, the failures every
+room raises, sits beside them all):
 
-* :mod:`~kandev_lsp.intel.workspace`: roots, root ids, model-facing paths, path safety (B8.6, B8.11);
-* :mod:`~kandev_lsp.intel.text`: document text, 1-based model columns <-> LSP positions;
-* :mod:`~kandev_lsp.intel.symbols`: document symbols flattened with qualified names;
-* :mod:`~kandev_lsp.intel.targets`: :class:`Target` resolution (B §3, B4);
-* :mod:`~kandev_lsp.intel.output`: locations, snippets, bodies and size budgets (B §4, B5);
-* :mod:`~kandev_lsp.intel.outline`, :mod:`~kandev_lsp.intel.hints`, :mod:`~kandev_lsp.intel.problems`:
-  what code_symbols, code_inlay_hints and code_diagnostics show (B6.1-B6.2, B6.30-B6.31, B6.11-B6.12);
-* :mod:`~kandev_lsp.intel.snapshots`: diagnostic snapshots: status, freshness, versions, coverage (B6.12-B6.13);
-* :mod:`~kandev_lsp.intel.hover`: hover and signature help as plain text (B5.6, B6.10);
-* :mod:`~kandev_lsp.intel.graph`: code_hierarchy's bounded traversal (B6.5-B6.8, B8.13);
-* :mod:`~kandev_lsp.intel.executor`: provider outcomes inside one deadline (B8.1-B8.4, B8.7);
-* :mod:`~kandev_lsp.intel.notices`: actionable notices for a language without a server (B8.9-B8.10);
-* :mod:`~kandev_lsp.intel.schemas`, :mod:`~kandev_lsp.intel.validation`, :mod:`~kandev_lsp.intel.arguments`,
-  :mod:`~kandev_lsp.intel.dispatch`: the twelve tools' schemas and ``dispatch(op, payload, ctx)`` (B2);
-* :mod:`~kandev_lsp.intel.summaries`: one-line result summaries (B9.4);
-* :mod:`~kandev_lsp.intel.api`: :class:`CodeIntel`, typed helpers over dispatch for Python callers;
-* :mod:`~kandev_lsp.intel.mutations`: the six mutating tools (B6.16-B6.29) over the coordinator of
-  :mod:`~kandev_lsp.intel.edits`, with :mod:`~kandev_lsp.intel.actions` (code action handles) and
-  :mod:`~kandev_lsp.intel.placement` (where inserted and replacing text goes).
+* :mod:`~kandev_lsp.intel.files`: the workspace's roots and path safety, document text and coordinates,
+  reads of regular files only;
+* :mod:`~kandev_lsp.intel.runtime`: the server pool (one managed server per project root and language),
+  the provider executor, the disk watch and what each server asked to watch;
+* :mod:`~kandev_lsp.intel.reading`: targets, symbols, locations and budgets, outline, hover, hints, the
+  hierarchy graph, diagnostics and their snapshots (pure), and :class:`LspReadTools` wiring them to servers;
+* :mod:`~kandev_lsp.intel.surface`: the tools' schemas, validation, typed arguments, ``dispatch(op,
+  payload, ctx)`` and result summaries (B2, B9.4); it builds on the pure reading rules (targets, budgets)
+  and declares the protocols the two wirings implement: :class:`~kandev_lsp.intel.reading.tools.LspReadTools`
+  and :class:`~kandev_lsp.intel.edits.mutations.MutatingTools`;
+* :mod:`~kandev_lsp.intel.edits`: the six mutating tools (B6.16-B6.29: mutations, action handles,
+  placement) and the one applier of every mutation (plan, preview, commit, the per-workspace coordinator,
+  transactions, receipts; B3, B7).
 
-Nothing here talks to a server: server answers come in as plain values or through async callables, so
-every rule is tested with plain values. :class:`~kandev_lsp.intel.tools.LspReadTools` and
-:class:`~kandev_lsp.intel.mutations.MutatingTools` wire them to managed servers, implementing
-:class:`~kandev_lsp.intel.dispatch.ReadTools` and :class:`~kandev_lsp.intel.dispatch.MutationTools`.
+The entry points for Python callers sit on top: :mod:`~kandev_lsp.intel.service` (:class:`IntelService`:
+the pool, the wired tools and the dispatcher together) and :mod:`~kandev_lsp.intel.api` (:class:`CodeIntel`,
+typed helpers over dispatch). ``kandev-lsp mcp`` and ``kandev-lsp code`` (core/cli) put them on MCP stdio
+and the command line.
 """
 
 from __future__ import annotations
 
-from kandev_lsp.intel.dispatch import (
+from kandev_lsp.intel.errors import IntelError
+from kandev_lsp.intel.files.workspace import Root, Workspace, WorkspaceFile
+from kandev_lsp.intel.reading.targets import ResolvedTarget, Target, resolve_target
+from kandev_lsp.intel.runtime.executor import (
+    Deadline,
+    Outcome,
+    ProviderResult,
+    ProviderUnavailable,
+    run_provider,
+)
+from kandev_lsp.intel.surface.dispatch import (
     Dispatcher,
     DispatchOutcome,
     IntelContext,
@@ -38,11 +43,7 @@ from kandev_lsp.intel.dispatch import (
     ReadTools,
     UnwiredTools,
 )
-from kandev_lsp.intel.errors import IntelError
-from kandev_lsp.intel.executor import Deadline, Outcome, ProviderResult, ProviderUnavailable, run_provider
-from kandev_lsp.intel.schemas import ALL_TOOLS, MUTATING_TOOLS, TOOLS, ToolSpec
-from kandev_lsp.intel.targets import ResolvedTarget, Target, resolve_target
-from kandev_lsp.intel.workspace import Root, Workspace, WorkspaceFile
+from kandev_lsp.intel.surface.schemas import ALL_TOOLS, MUTATING_TOOLS, TOOLS, ToolSpec
 
 __all__ = [
     "ALL_TOOLS",

@@ -11,8 +11,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, Literal
 
-from kandev_lsp.intel.dispatch import Dispatcher, IntelContext
-from kandev_lsp.intel.targets import Target
+from kandev_lsp.intel.reading.targets import Target
+from kandev_lsp.intel.surface.dispatch import Dispatcher, IntelContext
 
 __all__ = ["CodeIntel", "HierarchyKind", "InsertPosition", "NavigateKind", "Replacement", "Severity"]
 

@@ -1,6 +1,6 @@
 """One code-intelligence session over a workspace: the pool, the wired tools and the dispatcher together.
 
-The read tools and the six mutating tools share one :class:`~kandev_lsp.intel.tools.LspReadTools` (target
+The read tools and the six mutating tools share one :class:`~kandev_lsp.intel.reading.tools.LspReadTools` (target
 resolution, document sync, the executor); the mutations go through the workspace's one
 :class:`~kandev_lsp.intel.edits.coordinator.MutationCoordinator` (B7.1). ``mutations=False`` builds a
 read-only session: the mutating tools are then not offered at all (B2.2).
@@ -20,14 +20,14 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from kandev_lsp.intel.api import CodeIntel
-from kandev_lsp.intel.dispatch import Dispatcher, IntelContext
-from kandev_lsp.intel.runtime import DEFAULT_IDLE_TIMEOUT, DEFAULT_MAX_SERVERS, ServerPool
-from kandev_lsp.intel.tools import LspReadTools
-from kandev_lsp.intel.workspace import Workspace
+from kandev_lsp.intel.files.workspace import Workspace
+from kandev_lsp.intel.reading.tools import LspReadTools
+from kandev_lsp.intel.runtime.pool import DEFAULT_IDLE_TIMEOUT, DEFAULT_MAX_SERVERS, ServerPool
+from kandev_lsp.intel.surface.dispatch import Dispatcher, IntelContext
 
 if TYPE_CHECKING:
     from kandev_lsp.host import PluginHost
-    from kandev_lsp.intel.mutations import MutatingTools
+    from kandev_lsp.intel.edits.mutations import MutatingTools
     from kandev_lsp.lifecycle import Lifecycle
     from kandev_lsp.settings import SettingsFile
     from kandev_lsp.taskenv import TaskEnvironment
@@ -84,7 +84,7 @@ class IntelService:
         mutating = None
         if mutations:
             from kandev_lsp.intel.edits.coordinator import MutationCoordinator
-            from kandev_lsp.intel.mutations import MutatingTools
+            from kandev_lsp.intel.edits.mutations import MutatingTools
 
             mutating = MutatingTools(reads, MutationCoordinator(workspace, pool, reader=reads))
         dispatcher = Dispatcher(reads, mutations=mutating, disabled=disabled)

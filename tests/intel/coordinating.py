@@ -10,9 +10,9 @@ from typing import Any
 
 from kandev_lsp.host import PluginHost
 from kandev_lsp.intel.edits.coordinator import MutationCoordinator, ProducedEdit
-from kandev_lsp.intel.executor import Deadline
-from kandev_lsp.intel.runtime import ServerPool
-from kandev_lsp.intel.workspace import Workspace
+from kandev_lsp.intel.files.workspace import Workspace
+from kandev_lsp.intel.runtime.executor import Deadline
+from kandev_lsp.intel.runtime.pool import ServerPool
 from kandev_lsp.lifecycle import Lifecycle
 from kandev_lsp.taskenv import TaskEnvironment
 

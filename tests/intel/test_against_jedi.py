@@ -12,8 +12,8 @@ import jedi
 import pytest
 from intel_projects import PYTHON, write
 from kandev_lsp import TaskEnvironment
-from kandev_lsp.intel.dispatch import IntelContext
 from kandev_lsp.intel.service import IntelService
+from kandev_lsp.intel.surface.dispatch import IntelContext
 from stream_testkit import TAG_VARIABLE, RealServers
 
 pytestmark = [pytest.mark.real_server, pytest.mark.network_registry, pytest.mark.timeout(300)]

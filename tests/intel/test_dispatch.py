@@ -9,7 +9,9 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from kandev_lsp.intel.arguments import (
+from kandev_lsp.intel.errors import AmbiguousTarget
+from kandev_lsp.intel.reading.targets import Target
+from kandev_lsp.intel.surface.arguments import (
     DiagnosticsArgs,
     HierarchyArgs,
     HoverArgs,
@@ -17,12 +19,10 @@ from kandev_lsp.intel.arguments import (
     NavigateArgs,
     SymbolsArgs,
 )
-from kandev_lsp.intel.dispatch import Dispatcher, IntelContext, UnwiredTools
-from kandev_lsp.intel.errors import AmbiguousTarget
-from kandev_lsp.intel.schemas import TOOLS, tool_by_name
-from kandev_lsp.intel.summaries import summarize
-from kandev_lsp.intel.targets import Target
-from kandev_lsp.intel.validation import check_schema, compile_check, validate
+from kandev_lsp.intel.surface.dispatch import Dispatcher, IntelContext, UnwiredTools
+from kandev_lsp.intel.surface.schemas import TOOLS, tool_by_name
+from kandev_lsp.intel.surface.summaries import summarize
+from kandev_lsp.intel.surface.validation import check_schema, compile_check, validate
 
 TOOL_NAMES = [
     "code_symbols",

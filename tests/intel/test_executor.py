@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 from kandev_lsp.cancel import CancelToken
-from kandev_lsp.intel.executor import (
+from kandev_lsp.intel.runtime.executor import (
     WARMUP_WINDOW,
     Deadline,
     Outcome,

@@ -8,10 +8,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from kandev_lsp.intel.executor import Deadline
-from kandev_lsp.intel.graph import GraphBudgets, Neighbour, traverse
-from kandev_lsp.intel.text import PositionEncoding, TextCache
-from kandev_lsp.intel.workspace import Workspace
+from kandev_lsp.intel.files.text import PositionEncoding, TextCache
+from kandev_lsp.intel.files.workspace import Workspace
+from kandev_lsp.intel.reading.graph import GraphBudgets, Neighbour, traverse
+from kandev_lsp.intel.runtime.executor import Deadline
 
 SOURCE = """\
 def a():

@@ -18,11 +18,11 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from kandev_lsp.intel.executor import Deadline
-from kandev_lsp.intel.graph import KINDS, GraphBudgets, Neighbour, traverse
-from kandev_lsp.intel.symbols import kind_name
-from kandev_lsp.intel.text import Document, PositionEncoding, TextCache
-from kandev_lsp.intel.workspace import Workspace, WorkspaceFile
+from kandev_lsp.intel.files.text import Document, PositionEncoding, TextCache
+from kandev_lsp.intel.files.workspace import Workspace, WorkspaceFile
+from kandev_lsp.intel.reading.graph import KINDS, GraphBudgets, Neighbour, traverse
+from kandev_lsp.intel.reading.symbols import kind_name
+from kandev_lsp.intel.runtime.executor import Deadline
 
 FILES = {
     "a.py": "def a():\n    b(); c()\n\ndef b():\n    a()\n",

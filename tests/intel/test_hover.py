@@ -5,8 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from kandev_lsp.intel.hover import flatten_hover, hover_text, mark_signature
-from kandev_lsp.intel.text import PositionEncoding
+from kandev_lsp.intel.files.text import PositionEncoding
+from kandev_lsp.intel.reading.hover import flatten_hover, hover_text, mark_signature
 
 #: pyright 1.1.x hover for a function, as it sends it.
 PYRIGHT = {

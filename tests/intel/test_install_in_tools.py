@@ -28,12 +28,12 @@ from intel_projects import TYPESCRIPT, write
 from kandev_lsp import Task, TaskEnvironment
 from kandev_lsp.host import PluginHost
 from kandev_lsp.install import InstallError
-from kandev_lsp.intel.dispatch import IntelContext
-from kandev_lsp.intel.executor import Deadline, ProviderUnavailable
-from kandev_lsp.intel.notices import INSTALL_OUTPUT_LINES, install_output_lines
-from kandev_lsp.intel.runtime import INSTALL_RETRY_AFTER, InstallFailed, ServerPool
+from kandev_lsp.intel.files.workspace import Workspace
+from kandev_lsp.intel.runtime.executor import Deadline, ProviderUnavailable
+from kandev_lsp.intel.runtime.notices import INSTALL_OUTPUT_LINES, install_output_lines
+from kandev_lsp.intel.runtime.pool import INSTALL_RETRY_AFTER, InstallFailed, ServerPool
 from kandev_lsp.intel.service import IntelService
-from kandev_lsp.intel.workspace import Workspace
+from kandev_lsp.intel.surface.dispatch import IntelContext
 from kandev_lsp.lifecycle import Lifecycle
 from stream_testkit import TAG_VARIABLE
 

@@ -101,12 +101,12 @@ class _AskingDispatcher:
         self.calls: list[tuple[bool, bool]] = []
 
     def tools(self) -> list[Any]:
-        from kandev_lsp.intel.schemas import ALL_TOOLS
+        from kandev_lsp.intel.surface.schemas import ALL_TOOLS
 
         return list(ALL_TOOLS)
 
     async def dispatch_for_host(self, name: str, arguments: Any, ctx: Any) -> Any:
-        from kandev_lsp.intel.dispatch import DispatchOutcome
+        from kandev_lsp.intel.surface.dispatch import DispatchOutcome
 
         self.calls.append((ctx.auto_approve, ctx.elicit is not None))
         answer = await ctx.elicit("code_rename: apply 1 edits in 1 files?", {"diff": "-a\n+b\n"})

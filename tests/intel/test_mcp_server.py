@@ -14,7 +14,7 @@ from typing import Any
 import anyio
 import pytest
 from intel_projects import PYTHON, write
-from kandev_lsp.intel.schemas import MUTATING_TOOLS
+from kandev_lsp.intel.surface.schemas import MUTATING_TOOLS
 from mcp import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 from stream_testkit import TAG_VARIABLE, RealServers

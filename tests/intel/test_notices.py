@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from kandev_lsp.intel.notices import apply_notice, missing_server_notice
+from kandev_lsp.intel.runtime.notices import apply_notice, missing_server_notice
 from kandev_lsp.resolver import MissingReason, Resolution
 
 

@@ -9,7 +9,9 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from kandev_lsp.intel.output import (
+from kandev_lsp.intel.files.text import Document, PositionEncoding, TextCache
+from kandev_lsp.intel.files.workspace import Workspace, WorkspaceFile
+from kandev_lsp.intel.reading.output import (
     BODY_MAX_LINES,
     DEFAULT_MAX_CHARS,
     Located,
@@ -17,8 +19,6 @@ from kandev_lsp.intel.output import (
     build_locations,
     locate,
 )
-from kandev_lsp.intel.text import Document, PositionEncoding, TextCache
-from kandev_lsp.intel.workspace import Workspace, WorkspaceFile
 
 UTF16 = PositionEncoding.UTF16
 
@@ -313,7 +313,7 @@ def test_text_cache_reads_each_file_once_and_prefers_the_overlay(workspace: Work
     ],
 )
 def test_the_size_of_an_entry_is_its_json_length(entry: dict[str, Any]) -> None:
-    from kandev_lsp.intel.output import _size
+    from kandev_lsp.intel.reading.output import _size
 
     assert _size(entry) == len(json.dumps(entry, ensure_ascii=False)) + 2
 
@@ -322,7 +322,7 @@ def _budgeted(full: dict[str, Any], max_chars: int, limit: int) -> dict[str, Any
     """What the size budget keeps of an unbudgeted result, written plainly: 120 characters for the
     envelope, each entry at its JSON size plus its separator, each new group at its path plus 40, a body
     dropped before its location."""
-    from kandev_lsp.intel.output import _size
+    from kandev_lsp.intel.reading.output import _size
 
     used, files, shown = 120, [], 0
     by = "limit"
@@ -414,7 +414,7 @@ def test_a_location_entry_is_sized_as_its_json(
 ) -> None:
     """``_location`` sizes its entry as it builds it; the size must be the entry's JSON length (+ 2 for the
     separator), or the result's size budget would drift."""
-    from kandev_lsp.intel.output import _location
+    from kandev_lsp.intel.reading.output import _location
 
     root = Workspace([Path(__file__).parent])
     file = root.resolve(Path(__file__).name)
@@ -437,7 +437,7 @@ def test_an_ascii_file_s_plain_entries_are_what_each_location_gives(
 ) -> None:
     """The one-loop entries of an ASCII file without context or bodies equal :func:`_location`'s, sizes
     included (those are checked against JSON above)."""
-    from kandev_lsp.intel.output import _location, _plain_entries
+    from kandev_lsp.intel.reading.output import _location, _plain_entries
 
     root = Workspace([Path(__file__).parent])
     file = root.resolve(Path(__file__).name)

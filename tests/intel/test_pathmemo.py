@@ -9,11 +9,11 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-from kandev_lsp.intel import watch as watch_module
 from kandev_lsp.intel.errors import IntelError, PathOutsideWorkspace
-from kandev_lsp.intel.pathmemo import Placed, watched_lookup
-from kandev_lsp.intel.watch import DiskWatch
-from kandev_lsp.intel.workspace import Workspace, WorkspaceFile
+from kandev_lsp.intel.files.workspace import Workspace, WorkspaceFile
+from kandev_lsp.intel.runtime import watch as watch_module
+from kandev_lsp.intel.runtime.pathmemo import Placed, watched_lookup
+from kandev_lsp.intel.runtime.watch import DiskWatch
 from link_swaps import SWAPS, link_tree, swap_for_a_link
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the watch is inotify's")

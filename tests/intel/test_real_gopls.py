@@ -18,13 +18,13 @@ from typing import Any
 import pytest
 from kandev_lsp import Task, TaskEnvironment
 from kandev_lsp.host import PluginHost
-from kandev_lsp.intel.executor import Deadline, Outcome, run_provider
-from kandev_lsp.intel.hover import hover_text
-from kandev_lsp.intel.output import LocationOptions, build_locations, locate
-from kandev_lsp.intel.symbols import flatten_symbols
-from kandev_lsp.intel.targets import Target, resolve_target
-from kandev_lsp.intel.text import Document, PositionEncoding, TextCache
-from kandev_lsp.intel.workspace import Workspace
+from kandev_lsp.intel.files.text import Document, PositionEncoding, TextCache
+from kandev_lsp.intel.files.workspace import Workspace
+from kandev_lsp.intel.reading.hover import hover_text
+from kandev_lsp.intel.reading.output import LocationOptions, build_locations, locate
+from kandev_lsp.intel.reading.symbols import flatten_symbols
+from kandev_lsp.intel.reading.targets import Target, resolve_target
+from kandev_lsp.intel.runtime.executor import Deadline, Outcome, run_provider
 from kandev_lsp.lsp import (
     LspClient,
     base_client_capabilities,

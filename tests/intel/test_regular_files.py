@@ -21,10 +21,10 @@ import pytest
 from kandev_lsp.intel.edits.commit import DiskFileSystem, disk_text
 from kandev_lsp.intel.edits.coordinator import _digest
 from kandev_lsp.intel.errors import EditRejected
-from kandev_lsp.intel.regular import NOT_REGULAR, NotRegularFile, read_regular
-from kandev_lsp.intel.runtime import _read as sync_read
-from kandev_lsp.intel.text import StampedTexts, TextCache
-from kandev_lsp.intel.workspace import Workspace
+from kandev_lsp.intel.files.regular import NOT_REGULAR, NotRegularFile, read_regular
+from kandev_lsp.intel.files.text import StampedTexts, TextCache
+from kandev_lsp.intel.files.workspace import Workspace
+from kandev_lsp.intel.runtime.pool import _read as sync_read
 
 pytestmark = pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="FIFOs are a POSIX thing")
 
@@ -121,8 +121,8 @@ GOPLS = "/usr/bin/gopls"
 
 async def _symbols_beside_a_fifo(root: Path, tag: str) -> dict[str, Any]:
     from kandev_lsp import TaskEnvironment
-    from kandev_lsp.intel.dispatch import IntelContext
     from kandev_lsp.intel.service import IntelService
+    from kandev_lsp.intel.surface.dispatch import IntelContext
     from stream_testkit import TAG_VARIABLE
 
     home = root.parent / "home"

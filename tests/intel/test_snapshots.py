@@ -7,9 +7,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from kandev_lsp.intel.snapshots import FileDiagnostics, diagnostic_snapshot
-from kandev_lsp.intel.text import PositionEncoding
-from kandev_lsp.intel.workspace import Workspace, WorkspaceFile
+from kandev_lsp.intel.files.text import PositionEncoding
+from kandev_lsp.intel.files.workspace import Workspace, WorkspaceFile
+from kandev_lsp.intel.reading.snapshots import FileDiagnostics, diagnostic_snapshot
 from kandev_lsp.lsp.diagnostics import DiagnosticsStore
 
 UTF16 = PositionEncoding.UTF16

@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 from kandev_lsp.intel.errors import IntelError, PathOutsideWorkspace
-from kandev_lsp.intel.pathmemo import PlacedTargets
-from kandev_lsp.intel.watch import DiskWatch
-from kandev_lsp.intel.workspace import Workspace, WorkspaceFile
+from kandev_lsp.intel.files.workspace import Workspace, WorkspaceFile
+from kandev_lsp.intel.runtime.pathmemo import PlacedTargets
+from kandev_lsp.intel.runtime.watch import DiskWatch
 from kandev_lsp.lsp.roots import project_root
 from link_swaps import SWAPS, link_tree, swap_for_a_link
 

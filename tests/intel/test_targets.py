@@ -13,10 +13,16 @@ from kandev_lsp.intel.errors import (
     SymbolNotFound,
     TargetOutOfRange,
 )
-from kandev_lsp.intel.symbols import SymbolEntry, enclosing_symbol, flatten_symbols, kind_name, kind_number
-from kandev_lsp.intel.targets import Target, match_symbols, resolve_target
-from kandev_lsp.intel.text import Document, PositionEncoding
-from kandev_lsp.intel.workspace import Workspace
+from kandev_lsp.intel.files.text import Document, PositionEncoding
+from kandev_lsp.intel.files.workspace import Workspace
+from kandev_lsp.intel.reading.symbols import (
+    SymbolEntry,
+    enclosing_symbol,
+    flatten_symbols,
+    kind_name,
+    kind_number,
+)
+from kandev_lsp.intel.reading.targets import Target, match_symbols, resolve_target
 
 UTF16 = PositionEncoding.UTF16
 UTF8 = PositionEncoding.UTF8

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from kandev_lsp.intel.text import Document, PositionEncoding
-from kandev_lsp.intel.workspace import Workspace, WorkspaceFile
+from kandev_lsp.intel.files.text import Document, PositionEncoding
+from kandev_lsp.intel.files.workspace import Workspace, WorkspaceFile
 from kandev_lsp.lsp.positions import LineIndex
 
 _PIECES = ["a", "é", "😀", " ", "\n", "\r\n", "\r", "\f", "\u2028", "\x85", "\t", "x = 1"]
@@ -61,8 +61,8 @@ def test_model_positions_tolerate_malformed_values(file: WorkspaceFile) -> None:
 
 
 def test_stamped_texts_reuse_a_file_until_it_changes_on_disk(tmp_path: Path) -> None:
-    from kandev_lsp.intel.text import StampedTexts
-    from kandev_lsp.intel.workspace import Workspace
+    from kandev_lsp.intel.files.text import StampedTexts
+    from kandev_lsp.intel.files.workspace import Workspace
 
     source = tmp_path / "a.py"
     source.write_text("one\n")
@@ -99,8 +99,8 @@ def test_a_tool_calls_own_stamps_save_the_second_stat(
     """The stamps the server's re-sync check just took (ManagedServer.checked) reach the text reads of
     the same call through TextCache, so a file is not ``stat``-ed twice per call; a stamp that differs
     from the remembered one still reads the file afresh."""
-    from kandev_lsp.intel import text as text_module
-    from kandev_lsp.intel.text import StampedTexts, TextCache
+    from kandev_lsp.intel.files import text as text_module
+    from kandev_lsp.intel.files.text import StampedTexts, TextCache
 
     source = tmp_path / "a.py"
     source.write_text("one\n")

@@ -12,9 +12,9 @@ from typing import Any
 import pytest
 from intel_projects import PYTHON, write
 from kandev_lsp import TaskEnvironment
-from kandev_lsp.intel.dispatch import IntelContext
-from kandev_lsp.intel.runtime import ManagedServer
+from kandev_lsp.intel.runtime.pool import ManagedServer
 from kandev_lsp.intel.service import IntelService
+from kandev_lsp.intel.surface.dispatch import IntelContext
 from stream_testkit import TAG_VARIABLE, RealServers
 
 pytestmark = [pytest.mark.real_server, pytest.mark.network_registry, pytest.mark.timeout(300)]
@@ -93,7 +93,7 @@ def test_a_documents_symbols_are_asked_once_per_text(
 async def _stat_checks(
     folder: Path, real_servers: RealServers, tag: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from kandev_lsp.intel import runtime
+    from kandev_lsp.intel.runtime import pool as runtime
 
     references = {"target": {"path": "lib.py", "line": 11, "matchText": "greet"}, "kind": "references"}
     stats: list[str] = []

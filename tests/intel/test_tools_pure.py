@@ -6,10 +6,10 @@ import os
 from pathlib import Path
 
 import pytest
-from kandev_lsp.intel.targets import Target, resolve_target
-from kandev_lsp.intel.text import Document, PositionEncoding
-from kandev_lsp.intel.tools import _inside_call
-from kandev_lsp.intel.workspace import Workspace
+from kandev_lsp.intel.files.text import Document, PositionEncoding
+from kandev_lsp.intel.files.workspace import Workspace
+from kandev_lsp.intel.reading.targets import Target, resolve_target
+from kandev_lsp.intel.reading.tools import _inside_call
 
 TEXT = 'print(greet("world"))\nvalue = greet\ncall(\n    a,\n    f(b),\n    c,\n)\nx = (1) + y\n'
 
@@ -46,9 +46,9 @@ def test_tool_logs_carry_counts_and_states_never_paths_or_messages(
     from types import SimpleNamespace
     from typing import Any
 
-    from kandev_lsp.intel.dispatch import IntelContext
-    from kandev_lsp.intel.executor import Deadline
-    from kandev_lsp.intel.tools import LspReadTools
+    from kandev_lsp.intel.reading.tools import LspReadTools
+    from kandev_lsp.intel.runtime.executor import Deadline
+    from kandev_lsp.intel.surface.dispatch import IntelContext
 
     tools = LspReadTools(SimpleNamespace(workspace=Workspace([tmp_path])))  # type: ignore[arg-type]
 
@@ -75,7 +75,7 @@ def _symbol(name: str, line: int) -> dict[str, object]:
 
 
 def test_a_symbol_tree_is_kept_for_its_document_object_only() -> None:
-    from kandev_lsp.intel.symbols import SymbolTrees
+    from kandev_lsp.intel.reading.symbols import SymbolTrees
 
     trees = SymbolTrees(max_documents=2)
     first, resynced = object(), object()  # the server's document before and after a re-sync
@@ -89,7 +89,7 @@ def test_a_symbol_tree_is_kept_for_its_document_object_only() -> None:
 
 
 def test_symbol_trees_are_bounded_least_recently_used_first() -> None:
-    from kandev_lsp.intel.symbols import SymbolTrees
+    from kandev_lsp.intel.reading.symbols import SymbolTrees
 
     trees = SymbolTrees(max_documents=2)
     docs = {key: object() for key in "abc"}
@@ -104,7 +104,7 @@ def test_symbol_trees_are_bounded_least_recently_used_first() -> None:
 def _scoped(folders: list[Path], project: Path, ids: list[str] | None = None) -> dict[str, object]:
     from types import SimpleNamespace
 
-    from kandev_lsp.intel.tools import LspReadTools
+    from kandev_lsp.intel.reading.tools import LspReadTools
 
     workspace = Workspace([str(f) for f in folders], ids=ids)
     reader = LspReadTools(SimpleNamespace(workspace=workspace))  # type: ignore[arg-type]
@@ -131,7 +131,7 @@ def test_a_search_for_uses_says_which_project_it_covered(tmp_path: Path) -> None
 def test_workspace_activation_lists_regular_files_only(tmp_path: Path) -> None:
     """A FIFO (or a link) with a source extension is not activated: syncing a FIFO is refused, which
     would fail the whole code_diagnostics call (security review follow-up)."""
-    from kandev_lsp.intel.tools import _source_files
+    from kandev_lsp.intel.reading.tools import _source_files
 
     (tmp_path / "a.py").write_text("x = 1\n")
     os.mkfifo(tmp_path / "pipe.py")

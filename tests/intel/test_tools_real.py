@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 from intel_projects import PYTHON, TYPESCRIPT, write
 from kandev_lsp import TaskEnvironment
-from kandev_lsp.intel.dispatch import IntelContext
 from kandev_lsp.intel.service import IntelService
+from kandev_lsp.intel.surface.dispatch import IntelContext
 from stream_testkit import TAG_VARIABLE, RealServers
 
 pytestmark = [pytest.mark.real_server, pytest.mark.network_registry, pytest.mark.timeout(300)]

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 from inotify_simple import Event, flags
-from kandev_lsp.intel import watch as watch_module
-from kandev_lsp.intel.watch import DiskWatch
+from kandev_lsp.intel.runtime import watch as watch_module
+from kandev_lsp.intel.runtime.watch import DiskWatch
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="inotify is Linux's")
 

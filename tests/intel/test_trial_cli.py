@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 from kandev_lsp.cli import build_parser, code, main
-from kandev_lsp.intel.dispatch import IntelContext
+from kandev_lsp.intel.surface.dispatch import IntelContext
 
 
 class _Recorder:

@@ -13,12 +13,12 @@ from typing import Any
 import pytest
 from kandev_lsp import TaskEnvironment
 from kandev_lsp.intel.errors import AmbiguousTarget, PathIsFolder, SymbolNotFound
+from kandev_lsp.intel.files.text import Document, PositionEncoding
+from kandev_lsp.intel.files.workspace import Workspace
+from kandev_lsp.intel.reading.symbols import flatten_symbols
+from kandev_lsp.intel.reading.targets import Target, match_symbols, plain_name, resolve_target
 from kandev_lsp.intel.service import IntelService
-from kandev_lsp.intel.summaries import summarize
-from kandev_lsp.intel.symbols import flatten_symbols
-from kandev_lsp.intel.targets import Target, match_symbols, plain_name, resolve_target
-from kandev_lsp.intel.text import Document, PositionEncoding
-from kandev_lsp.intel.workspace import Workspace
+from kandev_lsp.intel.surface.summaries import summarize
 
 # -- 1. Go method names round-trip (B4.3) ------------------------------------------------------------------
 GO_SOURCE = """\
@@ -176,7 +176,7 @@ class _Server:
 
 
 def test_unsupported_requests_point_at_what_works() -> None:
-    from kandev_lsp.intel.tools import _unsupported_hierarchy, _unsupported_navigation
+    from kandev_lsp.intel.reading.tools import _unsupported_hierarchy, _unsupported_navigation
 
     pyright: Any = _Server("definitionProvider", "referencesProvider")
     message = _unsupported_navigation(pyright, "textDocument/implementation", "implementation")
@@ -245,8 +245,8 @@ def test_read_tools_answer_a_folder_path_with_that_error(tmp_path: Path) -> None
 @pytest.mark.parametrize("tool", ["code_replace", "code_replace_batch"])
 def test_replace_refuses_match_text_with_end_line(tool: str) -> None:
     """``matchText`` with ``endLine`` silently replaced the whole lines (MCP user trial): now refused."""
-    from kandev_lsp.intel.arguments import PARSERS
     from kandev_lsp.intel.errors import InvalidArguments
+    from kandev_lsp.intel.surface.arguments import PARSERS
 
     item = {"target": {"path": "a.py", "line": 3, "matchText": "x = 1"}, "text": "y = 2", "endLine": 5}
     payload = item if tool == "code_replace" else {"edits": [item]}

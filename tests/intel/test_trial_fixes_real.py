@@ -14,9 +14,9 @@ from typing import Any
 import pytest
 from intel_projects import write
 from kandev_lsp import TaskEnvironment
-from kandev_lsp.intel.dispatch import IntelContext
-from kandev_lsp.intel.executor import WARMUP_WINDOW
+from kandev_lsp.intel.runtime.executor import WARMUP_WINDOW
 from kandev_lsp.intel.service import IntelService
+from kandev_lsp.intel.surface.dispatch import IntelContext
 from stream_testkit import TAG_VARIABLE, RealServers
 
 pytestmark = [pytest.mark.real_server, pytest.mark.timeout(300)]

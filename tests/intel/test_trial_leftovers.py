@@ -15,12 +15,12 @@ from typing import Any
 import pytest
 from intel_projects import write
 from kandev_lsp import TaskEnvironment
-from kandev_lsp.intel.dispatch import Dispatcher, IntelContext, UnwiredTools
 from kandev_lsp.intel.edits.receipts import receipt
-from kandev_lsp.intel.names import MAX_NAME_LENGTH, new_name_problems
-from kandev_lsp.intel.rejections import compact_rejection, rejected_receipt
 from kandev_lsp.intel.service import IntelService
-from kandev_lsp.intel.summaries import summarize
+from kandev_lsp.intel.surface.dispatch import Dispatcher, IntelContext, UnwiredTools
+from kandev_lsp.intel.surface.names import MAX_NAME_LENGTH, new_name_problems
+from kandev_lsp.intel.surface.rejections import compact_rejection, rejected_receipt
+from kandev_lsp.intel.surface.summaries import summarize
 from stream_testkit import TAG_VARIABLE, RealServers
 
 #: What a refusal before any change carries instead of a receipt of zeros.

@@ -7,11 +7,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from kandev_lsp.intel.hints import inlay_hints, request_range
-from kandev_lsp.intel.outline import document_outline, workspace_symbols
-from kandev_lsp.intel.problems import count_by_severity, file_problems, problems_view
-from kandev_lsp.intel.text import Document, PositionEncoding
-from kandev_lsp.intel.workspace import Workspace
+from kandev_lsp.intel.files.text import Document, PositionEncoding
+from kandev_lsp.intel.files.workspace import Workspace
+from kandev_lsp.intel.reading.hints import inlay_hints, request_range
+from kandev_lsp.intel.reading.outline import document_outline, workspace_symbols
+from kandev_lsp.intel.reading.problems import count_by_severity, file_problems, problems_view
 
 UTF16 = PositionEncoding.UTF16
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from kandev_lsp.intel.watchers import CREATED, DELETED, wanted_events
+from kandev_lsp.intel.runtime.watchers import CREATED, DELETED, wanted_events
 
 
 def _uri(path: str) -> str:

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from kandev_lsp.intel.errors import AmbiguousPath, IntelError, PathNotFound, PathOutsideWorkspace
-from kandev_lsp.intel.workspace import Workspace
+from kandev_lsp.intel.files.workspace import Workspace
 
 
 def _file(path: Path, text: str = "x = 1\n") -> Path:

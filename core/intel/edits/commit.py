@@ -36,8 +36,8 @@ from kandev_lsp.intel.edits.anchored import RefusedPath
 from kandev_lsp.intel.edits.disk import DiskFileSystem
 from kandev_lsp.intel.edits.plan import EditPlan, FileEdit, PathKind, ResourceOp, text_digest
 from kandev_lsp.intel.errors import EditRejected
-from kandev_lsp.intel.regular import read_regular
-from kandev_lsp.intel.workspace import WorkspaceFile
+from kandev_lsp.intel.files.regular import read_regular
+from kandev_lsp.intel.files.workspace import WorkspaceFile
 
 __all__ = ["CommitOutcome", "DiskFileSystem", "FileSystem", "commit", "disk_text"]
 

@@ -55,20 +55,20 @@ from kandev_lsp.intel.edits.receipts import (
 )
 from kandev_lsp.intel.edits.transactions import PendingMutation, TransactionError, TransactionStore
 from kandev_lsp.intel.errors import IntelError
-from kandev_lsp.intel.executor import Deadline, ProviderUnavailable
-from kandev_lsp.intel.problems import file_problems
-from kandev_lsp.intel.regular import read_regular
-from kandev_lsp.intel.runtime import ManagedServer, ServerMissing, ServerPool
-from kandev_lsp.intel.snapshots import Publication
-from kandev_lsp.intel.tools import PUBLISH_WAIT, QUIET
-from kandev_lsp.intel.workspace import Workspace, WorkspaceFile
+from kandev_lsp.intel.files.regular import read_regular
+from kandev_lsp.intel.files.workspace import Workspace, WorkspaceFile
+from kandev_lsp.intel.reading.problems import file_problems
+from kandev_lsp.intel.reading.snapshots import Publication
+from kandev_lsp.intel.reading.tools import PUBLISH_WAIT, QUIET
+from kandev_lsp.intel.runtime.executor import Deadline, ProviderUnavailable
+from kandev_lsp.intel.runtime.pool import ManagedServer, ServerMissing, ServerPool
 from kandev_lsp.lsp.errors import LspError
 from kandev_lsp.lsp.positions import PositionEncoding
 from kandev_lsp.session import log_event
 
 if TYPE_CHECKING:
-    from kandev_lsp.intel.dispatch import Elicit, IntelContext
-    from kandev_lsp.intel.tools import LspReadTools
+    from kandev_lsp.intel.reading.tools import LspReadTools
+    from kandev_lsp.intel.surface.dispatch import Elicit, IntelContext
 
 __all__ = ["MAX_DIAGNOSTIC_FILES", "MutationCoordinator", "ProducedEdit"]
 
@@ -179,7 +179,7 @@ class MutationCoordinator:
         fs: FileSystem | None = None,
     ) -> None:
         if reader is None:
-            from kandev_lsp.intel.tools import LspReadTools
+            from kandev_lsp.intel.reading.tools import LspReadTools
 
             reader = LspReadTools(pool)
         self.workspace = workspace

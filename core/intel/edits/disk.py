@@ -9,7 +9,7 @@ outside the workspace. A final component that is a link is refused too (:meth:`D
 the applier edits files, never links.
 
 Reads (:meth:`DiskFileSystem.read_bytes`) go by path through
-:func:`~kandev_lsp.intel.regular.read_regular`: their bytes are only compared with the plan's digests,
+:func:`~kandev_lsp.intel.files.regular.read_regular`: their bytes are only compared with the plan's digests,
 and the commit's recheck of real paths reports a link that appeared as a conflict before any write.
 """
 
@@ -27,7 +27,7 @@ from typing import Final
 from kandev_lsp.intel.edits import anchored
 from kandev_lsp.intel.edits.anchored import Place, RefusedPath
 from kandev_lsp.intel.edits.plan import PathKind
-from kandev_lsp.intel.regular import read_regular
+from kandev_lsp.intel.files.regular import read_regular
 
 __all__ = ["DiskFileSystem"]
 

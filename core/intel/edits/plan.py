@@ -30,7 +30,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Final, Literal
 
 from kandev_lsp.intel.errors import EditRejected, IntelError, PathOutsideWorkspace
-from kandev_lsp.intel.workspace import Workspace, WorkspaceFile
+from kandev_lsp.intel.files.workspace import Workspace, WorkspaceFile
 from kandev_lsp.lsp.positions import LineIndex, PositionEncoding
 
 __all__ = [

@@ -19,7 +19,7 @@ from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Final, Literal
 
-from kandev_lsp.intel.problems import SEVERITY_NAMES
+from kandev_lsp.intel.reading.problems import SEVERITY_NAMES
 
 if TYPE_CHECKING:
     from kandev_lsp.intel.edits.plan import ResourceOp
@@ -62,7 +62,7 @@ def diagnostic_key(path: str, diagnostic: Mapping[str, Any]) -> DiagnosticKey:
     """``(path, source, code, severity, message)``: the identity of a diagnostic across edits.
 
     Positions are left out on purpose (B7.5). Accepts an LSP ``Diagnostic`` (numeric severity) or a
-    problem from :func:`~kandev_lsp.intel.problems.file_problems` (named severity): both give one key.
+    problem from :func:`~kandev_lsp.intel.reading.problems.file_problems` (named severity): both give one key.
     """
     source = diagnostic.get("source")
     message = diagnostic.get("message")
@@ -199,7 +199,7 @@ def resource_entry(op: ResourceOp, *, exact: bool = True) -> dict[str, Any]:
 def unchanged_receipt() -> dict[str, Any]:
     """The receipt of a mutation whose server answer changes nothing (a formatted file formatted again, an
     action without an edit): nothing to count, approve or write, so as small as a rejection's
-    (:func:`~kandev_lsp.intel.rejections.rejected_receipt`)."""
+    (:func:`~kandev_lsp.intel.surface.rejections.rejected_receipt`)."""
     return {"outcome": "unchanged", "textEdits": 0, "saved": "not-saved"}
 
 

@@ -31,7 +31,7 @@ from kandev_lsp.intel.errors import IntelError
 
 if TYPE_CHECKING:
     from kandev_lsp.intel.edits.plan import EditPlan
-    from kandev_lsp.intel.workspace import WorkspaceFile
+    from kandev_lsp.intel.files.workspace import WorkspaceFile
 
 __all__ = [
     "DEFAULT_MAX_PENDING",

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from kandev_lsp.intel.actions import (
+from kandev_lsp.intel.edits.actions import (
     ActionNotApplicable,
     ActionRegistry,
     action_entry,

@@ -16,13 +16,13 @@ from typing import Any
 
 import pytest
 from kandev_lsp import TaskEnvironment
-from kandev_lsp.intel.dispatch import IntelContext
 from kandev_lsp.intel.edits.commit import disk_text
 from kandev_lsp.intel.edits.coordinator import MutationCoordinator
 from kandev_lsp.intel.edits.plan import plan_edit
 from kandev_lsp.intel.edits.transactions import PendingMutation
+from kandev_lsp.intel.files.workspace import Workspace
 from kandev_lsp.intel.service import IntelService
-from kandev_lsp.intel.workspace import Workspace
+from kandev_lsp.intel.surface.dispatch import IntelContext
 from stream_testkit import TAG_VARIABLE, RealServers
 from ts_shapes import write_shapes
 

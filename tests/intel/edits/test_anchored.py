@@ -21,7 +21,7 @@ from kandev_lsp.intel.edits import anchored
 from kandev_lsp.intel.edits.anchored import RefusedPath, route
 from kandev_lsp.intel.edits.commit import DiskFileSystem, commit, disk_text
 from kandev_lsp.intel.edits.plan import EditPlan, plan_edit
-from kandev_lsp.intel.workspace import Workspace
+from kandev_lsp.intel.files.workspace import Workspace
 from kandev_lsp.lsp.positions import PositionEncoding
 
 #: The module (the package exports its ``commit`` function under the same name).

@@ -15,7 +15,7 @@ from kandev_lsp.intel.edits import anchored
 from kandev_lsp.intel.edits.commit import DiskFileSystem, commit, disk_text
 from kandev_lsp.intel.edits.plan import EditPlan, plan_edit
 from kandev_lsp.intel.errors import EditRejected
-from kandev_lsp.intel.workspace import Workspace
+from kandev_lsp.intel.files.workspace import Workspace
 from kandev_lsp.lsp.positions import PositionEncoding
 
 

@@ -12,14 +12,14 @@ from typing import Any
 
 import pytest
 from coordinating import coordinator_for, fixed
-from kandev_lsp.intel.dispatch import IntelContext
 from kandev_lsp.intel.edits import coordinator as coordinator_module
 from kandev_lsp.intel.edits.commit import DiskFileSystem
 from kandev_lsp.intel.edits.coordinator import ProducedEdit
 from kandev_lsp.intel.edits.transactions import TransactionStore
-from kandev_lsp.intel.executor import Deadline
-from kandev_lsp.intel.runtime import save_options
-from kandev_lsp.intel.watchers import file_operation_wanted
+from kandev_lsp.intel.runtime.executor import Deadline
+from kandev_lsp.intel.runtime.pool import save_options
+from kandev_lsp.intel.runtime.watchers import file_operation_wanted
+from kandev_lsp.intel.surface.dispatch import IntelContext
 from kandev_lsp.lsp.errors import RequestTimeout, ResponseError
 from kandev_lsp.lsp.positions import PositionEncoding
 

@@ -14,11 +14,11 @@ from typing import Any
 import pytest
 from kandev_lsp import TaskEnvironment
 from kandev_lsp.host import PluginHost
-from kandev_lsp.intel.dispatch import IntelContext
 from kandev_lsp.intel.edits.coordinator import MutationCoordinator, ProducedEdit
-from kandev_lsp.intel.executor import Deadline
-from kandev_lsp.intel.runtime import ServerPool, save_options
-from kandev_lsp.intel.workspace import Workspace
+from kandev_lsp.intel.files.workspace import Workspace
+from kandev_lsp.intel.runtime.executor import Deadline
+from kandev_lsp.intel.runtime.pool import ServerPool, save_options
+from kandev_lsp.intel.surface.dispatch import IntelContext
 from kandev_lsp.lifecycle import Lifecycle
 from kandev_lsp.testing import processes_tagged
 

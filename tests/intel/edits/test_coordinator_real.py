@@ -15,13 +15,13 @@ import pytest
 from intel_projects import PYTHON, write
 from kandev_lsp import TaskEnvironment
 from kandev_lsp.host import PluginHost
-from kandev_lsp.intel.dispatch import Dispatcher, IntelContext
 from kandev_lsp.intel.edits.coordinator import MutationCoordinator, ProducedEdit
 from kandev_lsp.intel.edits.transactions import TransactionStore
-from kandev_lsp.intel.executor import Deadline
-from kandev_lsp.intel.runtime import ServerPool
-from kandev_lsp.intel.tools import LspReadTools
-from kandev_lsp.intel.workspace import Workspace, WorkspaceFile
+from kandev_lsp.intel.files.workspace import Workspace, WorkspaceFile
+from kandev_lsp.intel.reading.tools import LspReadTools
+from kandev_lsp.intel.runtime.executor import Deadline
+from kandev_lsp.intel.runtime.pool import ServerPool
+from kandev_lsp.intel.surface.dispatch import Dispatcher, IntelContext
 from kandev_lsp.lifecycle import Lifecycle
 from stream_testkit import TAG_VARIABLE, RealServers
 

@@ -13,9 +13,9 @@ from pathlib import Path
 from typing import Any
 
 from coordinating import coordinator_for, fixed
-from kandev_lsp.intel.dispatch import IntelContext
 from kandev_lsp.intel.edits.transactions import TransactionStore
-from kandev_lsp.intel.workspace import Workspace
+from kandev_lsp.intel.files.workspace import Workspace
+from kandev_lsp.intel.surface.dispatch import IntelContext
 
 
 class Person:

@@ -7,7 +7,8 @@ import json
 from typing import Any
 
 import pytest
-from kandev_lsp.intel.arguments import (
+from kandev_lsp.intel.reading.targets import Target
+from kandev_lsp.intel.surface.arguments import (
     ActionsArgs,
     FormatArgs,
     InsertArgs,
@@ -15,10 +16,9 @@ from kandev_lsp.intel.arguments import (
     ReplaceArgs,
     ReplaceBatchArgs,
 )
-from kandev_lsp.intel.dispatch import Dispatcher, IntelContext, UnwiredTools
-from kandev_lsp.intel.schemas import ALL_TOOLS, MUTATING_TOOLS, TARGET, TOOLS, tool_by_name
-from kandev_lsp.intel.targets import Target
-from kandev_lsp.intel.validation import check_schema, validate
+from kandev_lsp.intel.surface.dispatch import Dispatcher, IntelContext, UnwiredTools
+from kandev_lsp.intel.surface.schemas import ALL_TOOLS, MUTATING_TOOLS, TARGET, TOOLS, tool_by_name
+from kandev_lsp.intel.surface.validation import check_schema, validate
 
 MUTATING = [
     "code_rename",
@@ -400,9 +400,9 @@ def test_code_intel_helpers_send_the_payloads_a_client_would() -> None:
 def test_a_transaction_answers_only_to_the_tool_that_previewed_it() -> None:
     from types import SimpleNamespace
 
+    from kandev_lsp.intel.edits.mutations import MutatingTools
     from kandev_lsp.intel.edits.plan import EditPlan
     from kandev_lsp.intel.edits.transactions import PendingMutation, TransactionStore
-    from kandev_lsp.intel.mutations import MutatingTools
 
     store = TransactionStore()
     transaction_id = store.put(

@@ -7,9 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from kandev_lsp.intel.edits.plan import apply_text_edits
-from kandev_lsp.intel.errors import TargetOutOfRange
-from kandev_lsp.intel.placement import (
+from kandev_lsp.intel.edits.placement import (
     OverlappingEdits,
     check_overlaps,
     detect_indentation,
@@ -17,10 +15,12 @@ from kandev_lsp.intel.placement import (
     insert_at,
     replace_range,
 )
-from kandev_lsp.intel.symbols import flatten_symbols
-from kandev_lsp.intel.targets import ResolvedTarget, Target, resolve_target
-from kandev_lsp.intel.text import Document, PositionEncoding
-from kandev_lsp.intel.workspace import Workspace
+from kandev_lsp.intel.edits.plan import apply_text_edits
+from kandev_lsp.intel.errors import TargetOutOfRange
+from kandev_lsp.intel.files.text import Document, PositionEncoding
+from kandev_lsp.intel.files.workspace import Workspace
+from kandev_lsp.intel.reading.symbols import flatten_symbols
+from kandev_lsp.intel.reading.targets import ResolvedTarget, Target, resolve_target
 
 UTF16 = PositionEncoding.UTF16
 

@@ -20,7 +20,7 @@ from kandev_lsp.intel.edits.plan import (
 )
 from kandev_lsp.intel.edits.preview import approval_for
 from kandev_lsp.intel.errors import EditRejected, PathOutsideWorkspace
-from kandev_lsp.intel.workspace import Workspace, WorkspaceFile
+from kandev_lsp.intel.files.workspace import Workspace, WorkspaceFile
 from kandev_lsp.lsp.positions import PositionEncoding
 
 UTF8, UTF16, UTF32 = PositionEncoding.UTF8, PositionEncoding.UTF16, PositionEncoding.UTF32

@@ -10,7 +10,7 @@ import pytest
 from kandev_lsp.intel.edits.commit import disk_text
 from kandev_lsp.intel.edits.plan import EditPlan, plan_edit
 from kandev_lsp.intel.edits.preview import approval_for, preview
-from kandev_lsp.intel.workspace import Workspace
+from kandev_lsp.intel.files.workspace import Workspace
 from kandev_lsp.lsp.positions import PositionEncoding
 
 

@@ -125,7 +125,7 @@ def test_the_receipt_has_every_field_even_without_diagnostics() -> None:
 def test_resource_entries_use_the_preview_shape_and_say_whether_exact(tmp_path: Any) -> None:
     from kandev_lsp.intel.edits.plan import ResourceOp
     from kandev_lsp.intel.edits.receipts import resource_entry
-    from kandev_lsp.intel.workspace import Workspace
+    from kandev_lsp.intel.files.workspace import Workspace
 
     (tmp_path / "a.py").write_text("x = 1\n")
     workspace = Workspace([tmp_path])

@@ -17,12 +17,12 @@ from typing import Any
 import pytest
 from kandev_lsp import TaskEnvironment
 from kandev_lsp.host import PluginHost
-from kandev_lsp.intel.dispatch import IntelContext
 from kandev_lsp.intel.edits.coordinator import MutationCoordinator, ProducedEdit
 from kandev_lsp.intel.edits.receipts import elsewhere_delta
-from kandev_lsp.intel.executor import Deadline
-from kandev_lsp.intel.runtime import ServerPool
-from kandev_lsp.intel.workspace import Workspace
+from kandev_lsp.intel.files.workspace import Workspace
+from kandev_lsp.intel.runtime.executor import Deadline
+from kandev_lsp.intel.runtime.pool import ServerPool
+from kandev_lsp.intel.surface.dispatch import IntelContext
 from kandev_lsp.lifecycle import Lifecycle
 from kandev_lsp.testing import processes_tagged
 
@@ -134,7 +134,7 @@ def test_gopls_rename_of_a_concrete_method_reports_the_error_in_the_untouched_fi
 
 
 def test_the_summary_says_how_many_errors_the_edit_introduced_elsewhere() -> None:
-    from kandev_lsp.intel.summaries import summarize
+    from kandev_lsp.intel.surface.summaries import summarize
 
     elsewhere = elsewhere_delta({"main.go": []}, {"main.go": [_diag(15, "missing method Put")]})
     result = {

@@ -17,10 +17,10 @@ from typing import Any
 
 import pytest
 from kandev_lsp import TaskEnvironment
-from kandev_lsp.intel.dispatch import IntelContext
 from kandev_lsp.intel.edits.coordinator import UNCHANGED_QUIET
+from kandev_lsp.intel.reading.tools import PUBLISH_WAIT
 from kandev_lsp.intel.service import IntelService
-from kandev_lsp.intel.tools import PUBLISH_WAIT
+from kandev_lsp.intel.surface.dispatch import IntelContext
 from stream_testkit import TAG_VARIABLE, RealServers
 from ts_shapes import write_shapes
 

@@ -14,9 +14,9 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any, Final
 
-from kandev_lsp.intel.output import DEFAULT_LIMIT
-from kandev_lsp.intel.text import Document, PositionEncoding
-from kandev_lsp.intel.workspace import WorkspaceFile
+from kandev_lsp.intel.files.text import Document, PositionEncoding
+from kandev_lsp.intel.files.workspace import WorkspaceFile
+from kandev_lsp.intel.reading.output import DEFAULT_LIMIT
 
 __all__ = ["SEVERITY_NAMES", "count_by_severity", "file_problems", "problems_view"]
 

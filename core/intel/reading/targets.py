@@ -41,8 +41,8 @@ from kandev_lsp.intel.errors import (
     SymbolNotFound,
     TargetOutOfRange,
 )
-from kandev_lsp.intel.symbols import SYMBOL_KINDS, SymbolEntry, enclosing_symbol, kind_number
-from kandev_lsp.intel.text import Document, PositionEncoding
+from kandev_lsp.intel.files.text import Document, PositionEncoding
+from kandev_lsp.intel.reading.symbols import SYMBOL_KINDS, SymbolEntry, enclosing_symbol, kind_number
 
 __all__ = [
     "Confidence",

@@ -11,9 +11,9 @@ from __future__ import annotations
 
 from typing import Any, Final
 
-from kandev_lsp.intel.hover import flatten_hover
-from kandev_lsp.intel.output import DEFAULT_LIMIT
-from kandev_lsp.intel.text import Document, PositionEncoding
+from kandev_lsp.intel.files.text import Document, PositionEncoding
+from kandev_lsp.intel.reading.hover import flatten_hover
+from kandev_lsp.intel.reading.output import DEFAULT_LIMIT
 
 __all__ = ["inlay_hints", "request_range"]
 

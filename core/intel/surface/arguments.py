@@ -1,13 +1,13 @@
 """The tools' arguments as typed values, parsed from schema-checked payloads.
 
-:func:`~kandev_lsp.intel.validation.validate` checks each field on its own; the rules *between* fields
+:func:`~kandev_lsp.intel.surface.validation.validate` checks each field on its own; the rules *between* fields
 (``code_symbols`` needs a path or a query, a range's end is not before its start, ``activationLimit`` only
 means something with ``activateWorkspace``) are checked here, with the same kind of message.
 
 The mutating tools' rules (B6.16-B6.29): no ``firstMatch`` anywhere (B4.6, :func:`refuse_first_match`,
 checked before the schema so the model learns *why*), ``code_replace``'s ``endLine`` makes a line range
 from ``target.line`` (never with a symbol, never before the start, B6.27), a batch's targets each follow
-the same rules, ``code_rename``'s ``newName`` must be a possible name (:mod:`~kandev_lsp.intel.names`),
+the same rules, ``code_rename``'s ``newName`` must be a possible name (:mod:`~kandev_lsp.intel.surface.names`),
 and ``{transactionId, approve}`` is the second step of a parked change (:func:`approval_request`).
 """
 
@@ -18,9 +18,9 @@ from dataclasses import dataclass
 from typing import Any, Final, Literal
 
 from kandev_lsp.intel.errors import InvalidArguments
-from kandev_lsp.intel.names import new_name_problems
-from kandev_lsp.intel.output import DEFAULT_LIMIT
-from kandev_lsp.intel.targets import Target
+from kandev_lsp.intel.reading.output import DEFAULT_LIMIT
+from kandev_lsp.intel.reading.targets import Target
+from kandev_lsp.intel.surface.names import new_name_problems
 
 __all__ = [
     "PARSERS",

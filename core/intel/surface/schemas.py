@@ -6,7 +6,7 @@ with MCP annotations that say so (not read-only; destructive unless it only adds
 a mutation needs an exact target. :data:`ALL_TOOLS` is the catalogue in order.
 
 These dicts are what an MCP client sees (``tools/list``: name, title, description, ``inputSchema``,
-``annotations``) and what :mod:`~kandev_lsp.intel.validation` checks payloads against, so the schema a
+``annotations``) and what :mod:`~kandev_lsp.intel.surface.validation` checks payloads against, so the schema a
 model reads and the rule the tool enforces cannot drift. The vocabulary is a small subset of JSON Schema
 (``type``, ``properties``, ``required``, ``additionalProperties: false``, ``enum``, ``minimum``,
 ``maximum``, ``minLength``, ``default``, ``description``): every MCP client understands it, and the
@@ -20,7 +20,7 @@ import copy
 from dataclasses import dataclass
 from typing import Any, Final
 
-from kandev_lsp.intel.output import DEFAULT_LIMIT, MAX_CONTEXT, MAX_LIMIT
+from kandev_lsp.intel.reading.output import DEFAULT_LIMIT, MAX_CONTEXT, MAX_LIMIT
 
 __all__ = [
     "ALL_TOOLS",

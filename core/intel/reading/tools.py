@@ -1,5 +1,5 @@
 """The six read tools over managed servers: :class:`LspReadTools` implements
-:class:`~kandev_lsp.intel.dispatch.ReadTools` with the :class:`~kandev_lsp.intel.runtime.ServerPool`.
+:class:`~kandev_lsp.intel.surface.dispatch.ReadTools` with the :class:`~kandev_lsp.intel.runtime.pool.ServerPool`.
 
 Every tool call follows one path: resolve the path inside the workspace (B8.11), get the file's server
 (a missing one becomes a notice, B8.9-B8.10), re-sync what changed on disk, wait for readiness within the
@@ -18,7 +18,22 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import Any, Final
 
-from kandev_lsp.intel.arguments import (
+from kandev_lsp.intel.errors import IntelError
+from kandev_lsp.intel.files.text import Document, StampedTexts, TextCache
+from kandev_lsp.intel.files.workspace import WorkspaceFile
+from kandev_lsp.intel.reading.graph import GraphBudgets, traverse
+from kandev_lsp.intel.reading.hints import inlay_hints, request_range
+from kandev_lsp.intel.reading.hover import hover_text
+from kandev_lsp.intel.reading.outline import document_outline, workspace_symbols
+from kandev_lsp.intel.reading.output import LocationOptions, build_locations, locate
+from kandev_lsp.intel.reading.snapshots import FileDiagnostics, diagnostic_snapshot
+from kandev_lsp.intel.reading.symbols import SymbolTree, SymbolTrees, enclosing_symbol
+from kandev_lsp.intel.reading.targets import ResolvedTarget, Target, resolve_target
+from kandev_lsp.intel.runtime.executor import Deadline, ProviderResult, ProviderUnavailable, run_provider
+from kandev_lsp.intel.runtime.notices import apply_notice
+from kandev_lsp.intel.runtime.pathmemo import PlacedTargets
+from kandev_lsp.intel.runtime.pool import ManagedServer, ServerMissing, ServerPool
+from kandev_lsp.intel.surface.arguments import (
     DiagnosticsArgs,
     HierarchyArgs,
     HoverArgs,
@@ -26,22 +41,7 @@ from kandev_lsp.intel.arguments import (
     NavigateArgs,
     SymbolsArgs,
 )
-from kandev_lsp.intel.dispatch import IntelContext
-from kandev_lsp.intel.errors import IntelError
-from kandev_lsp.intel.executor import Deadline, ProviderResult, ProviderUnavailable, run_provider
-from kandev_lsp.intel.graph import GraphBudgets, traverse
-from kandev_lsp.intel.hints import inlay_hints, request_range
-from kandev_lsp.intel.hover import hover_text
-from kandev_lsp.intel.notices import apply_notice
-from kandev_lsp.intel.outline import document_outline, workspace_symbols
-from kandev_lsp.intel.output import LocationOptions, build_locations, locate
-from kandev_lsp.intel.pathmemo import PlacedTargets
-from kandev_lsp.intel.runtime import ManagedServer, ServerMissing, ServerPool
-from kandev_lsp.intel.snapshots import FileDiagnostics, diagnostic_snapshot
-from kandev_lsp.intel.symbols import SymbolTree, SymbolTrees, enclosing_symbol
-from kandev_lsp.intel.targets import ResolvedTarget, Target, resolve_target
-from kandev_lsp.intel.text import Document, StampedTexts, TextCache
-from kandev_lsp.intel.workspace import WorkspaceFile
+from kandev_lsp.intel.surface.dispatch import IntelContext
 from kandev_lsp.lsp.errors import LspError
 from kandev_lsp.session import log_event
 
@@ -136,7 +136,7 @@ class LspReadTools:
 
     def _ready_for(self, server: ManagedServer, params: Any) -> float | None:
         """Seconds ``server`` has been ready for what ``params`` asks about: since its readiness (B8.2's
-        warm-up window, :data:`~kandev_lsp.intel.executor.WARMUP_WINDOW`), or since the document was first
+        warm-up window, :data:`~kandev_lsp.intel.runtime.executor.WARMUP_WINDOW`), or since the document was first
         opened there when that is later. None when the server's readiness time is not known."""
         tracker = server.client.readiness
         if tracker is None or tracker.ready_at is None:
@@ -178,7 +178,7 @@ class LspReadTools:
         """:meth:`_prepare` of an agent's path: the path check (B8.11), the file's server and its re-sync.
 
         The check and the server's lookup are remembered while the server's disk watch vouches for them
-        (:class:`~kandev_lsp.intel.pathmemo.PlacedTargets`): a repeated target then costs the re-sync's
+        (:class:`~kandev_lsp.intel.runtime.pathmemo.PlacedTargets`): a repeated target then costs the re-sync's
         drain and the roots' ``lstat`` calls. The memory is asked after the drain and before the file is
         read, so a path that changed is checked in full first.
         """

@@ -4,7 +4,7 @@
 A server that registers for ``workspace/didChangeWatchedFiles`` names what it watches: ``watchers``, each a
 glob (``**/*.py``, ``**/*.{ts,tsx}``, or a ``RelativePattern`` with a ``baseUri``) and a ``kind`` bitmask
 (create 1, change 2, delete 4; all when absent). :func:`wanted_events` turns files that appeared or left
-(the disk watch's :attr:`~kandev_lsp.intel.watch.DiskWatch.created` / ``removed``) into the ``FileEvent``
+(the disk watch's :attr:`~kandev_lsp.intel.runtime.watch.DiskWatch.created` / ``removed``) into the ``FileEvent``
 list the server asked for; :func:`file_operation_wanted` says whether a file operation's filters cover a
 path. The callers send the notifications. Pure: no I/O. Globs are matched the same way for both: one
 brace group expanded, and fnmatch's ``*`` crossing ``/``, so ``**/*.py`` and ``*.py`` match any ``.py``.

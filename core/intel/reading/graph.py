@@ -17,7 +17,7 @@ count. Items outside the workspace (a call into the standard library) are omitte
 
 Cost (issue 9: a tool call may add 5 % + 1 ms to the raw request, and a popular function has hundreds of
 callers): each URI is checked and each file's text looked up once per call, a node's call sites are
-converted in one pass over its file's text (:meth:`~kandev_lsp.intel.text.Document.model_ranges`), and
+converted in one pass over its file's text (:meth:`~kandev_lsp.intel.files.text.Document.model_ranges`), and
 the well-formed call sites, the usual ones, take the short path through each check; malformed values
 take the general one and come out as before (``tests/intel/test_graph_reference.py`` holds the two equal).
 """
@@ -30,10 +30,10 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from kandev_lsp.intel.errors import IntelError
-from kandev_lsp.intel.executor import Deadline
-from kandev_lsp.intel.symbols import kind_name
-from kandev_lsp.intel.text import Document, PositionEncoding, TextSource
-from kandev_lsp.intel.workspace import Workspace, WorkspaceFile
+from kandev_lsp.intel.files.text import Document, PositionEncoding, TextSource
+from kandev_lsp.intel.files.workspace import Workspace, WorkspaceFile
+from kandev_lsp.intel.reading.symbols import kind_name
+from kandev_lsp.intel.runtime.executor import Deadline
 
 __all__ = ["Expander", "GraphBudgets", "Neighbour", "traverse"]
 

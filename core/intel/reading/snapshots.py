@@ -24,10 +24,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Final, Literal, Protocol
 
-from kandev_lsp.intel.output import DEFAULT_LIMIT
-from kandev_lsp.intel.problems import file_problems, problems_view
-from kandev_lsp.intel.text import Document, PositionEncoding
-from kandev_lsp.intel.workspace import WorkspaceFile
+from kandev_lsp.intel.files.text import Document, PositionEncoding
+from kandev_lsp.intel.files.workspace import WorkspaceFile
+from kandev_lsp.intel.reading.output import DEFAULT_LIMIT
+from kandev_lsp.intel.reading.problems import file_problems, problems_view
 
 __all__ = ["FileDiagnostics", "Publication", "diagnostic_snapshot"]
 

@@ -1,5 +1,5 @@
 """The six mutating tools over managed servers (B6.16-B6.29): :class:`MutatingTools` implements
-:class:`~kandev_lsp.intel.dispatch.MutationTools`.
+:class:`~kandev_lsp.intel.surface.dispatch.MutationTools`.
 
 Every tool hands the workspace's :class:`~kandev_lsp.intel.edits.coordinator.MutationCoordinator` its
 target files and a *producer*; the coordinator runs the producer under the workspace's mutation lock
@@ -11,18 +11,18 @@ receipt. The producers:
   with the server's own words (B6.16, e.g. "You cannot rename this element"); then
   ``textDocument/rename``'s ``WorkspaceEdit`` (B6.17).
 * ``code_actions``: listing (no change, no lock) registers opaque, version-bound handles
-  (:mod:`~kandev_lsp.intel.actions`); applying takes a handle by id or an exact unique title, refuses a
+  (:mod:`~kandev_lsp.intel.edits.actions`); applying takes a handle by id or an exact unique title, refuses a
   disabled or stale one, resolves it (``codeAction/resolve``) when the server left its edit out, and
   hands over its edit and command; a command makes the diff incomplete and the approval explicit (B6.22).
 * ``code_format``: ``textDocument/formatting`` or ``rangeFormatting`` with the file's own indentation.
 * ``code_insert`` / ``code_replace`` / ``code_replace_batch``: edits placed by
-  :mod:`~kandev_lsp.intel.placement`, each bound to the document version its target was resolved in
+  :mod:`~kandev_lsp.intel.edits.placement`, each bound to the document version its target was resolved in
   (B6.28); a batch resolves every target before anything else and refuses overlaps (B6.29).
 
 Targets are resolved by the read tools' resolver (never with ``firstMatch``, B4.6): an ambiguous symbol
 (or a ``matchText`` found more than once on its line) answers with candidates, and nothing is changed. A
 call refused before anything was planned answers with the small rejected receipt of
-:mod:`~kandev_lsp.intel.rejections` (B7.5), not a receipt of zeros.
+:mod:`~kandev_lsp.intel.surface.rejections` (B7.5), not a receipt of zeros.
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ import re
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Final
 
-from kandev_lsp.intel.actions import (
+from kandev_lsp.intel.edits.actions import (
     ActionHandle,
     ActionNotApplicable,
     ActionRegistry,
@@ -41,19 +41,8 @@ from kandev_lsp.intel.actions import (
     edit_of,
     needs_resolve,
 )
-from kandev_lsp.intel.arguments import (
-    ActionsArgs,
-    FormatArgs,
-    InsertArgs,
-    RenameArgs,
-    ReplaceArgs,
-    ReplaceBatchArgs,
-)
-from kandev_lsp.intel.dispatch import IntelContext
 from kandev_lsp.intel.edits.coordinator import MutationCoordinator, ProducedEdit
-from kandev_lsp.intel.errors import IntelError, TargetOutOfRange
-from kandev_lsp.intel.executor import Deadline, Outcome, ProviderResult, ProviderUnavailable
-from kandev_lsp.intel.placement import (
+from kandev_lsp.intel.edits.placement import (
     Placed,
     check_overlaps,
     detect_indentation,
@@ -61,13 +50,24 @@ from kandev_lsp.intel.placement import (
     insert_at,
     replace_range,
 )
-from kandev_lsp.intel.rejections import compact_rejection, rejected_receipt
-from kandev_lsp.intel.runtime import ManagedServer
-from kandev_lsp.intel.text import Document
-from kandev_lsp.intel.tools import ProviderFailed
+from kandev_lsp.intel.errors import IntelError, TargetOutOfRange
+from kandev_lsp.intel.files.text import Document
+from kandev_lsp.intel.reading.tools import ProviderFailed
+from kandev_lsp.intel.runtime.executor import Deadline, Outcome, ProviderResult, ProviderUnavailable
+from kandev_lsp.intel.runtime.pool import ManagedServer
+from kandev_lsp.intel.surface.arguments import (
+    ActionsArgs,
+    FormatArgs,
+    InsertArgs,
+    RenameArgs,
+    ReplaceArgs,
+    ReplaceBatchArgs,
+)
+from kandev_lsp.intel.surface.dispatch import IntelContext
+from kandev_lsp.intel.surface.rejections import compact_rejection, rejected_receipt
 
 if TYPE_CHECKING:
-    from kandev_lsp.intel.tools import LspReadTools
+    from kandev_lsp.intel.reading.tools import LspReadTools
 
 __all__ = ["MAX_RESOLVED_ON_LISTING", "MutatingTools", "RenameRefused"]
 
@@ -142,7 +142,7 @@ class MutatingTools:
         ctx: IntelContext,
     ) -> dict[str, Any]:
         """Resolve the target files (B8.11), then hand the producer to the coordinator. A refusal before
-        anything was planned carries the small rejected receipt (:mod:`~kandev_lsp.intel.rejections`)."""
+        anything was planned carries the small rejected receipt (:mod:`~kandev_lsp.intel.surface.rejections`)."""
         try:
             files = list({f.absolute: f for f in (self.workspace.resolve(p, r) for p, r in paths)}.values())
         except IntelError as error:

@@ -15,9 +15,9 @@ from __future__ import annotations
 
 from typing import Any, Final
 
-from kandev_lsp.intel.output import DEFAULT_LIMIT
-from kandev_lsp.intel.symbols import SymbolEntry, flatten_symbols
-from kandev_lsp.intel.workspace import Workspace, WorkspaceFile
+from kandev_lsp.intel.files.workspace import Workspace, WorkspaceFile
+from kandev_lsp.intel.reading.output import DEFAULT_LIMIT
+from kandev_lsp.intel.reading.symbols import SymbolEntry, flatten_symbols
 
 __all__ = ["document_outline", "workspace_symbols"]
 

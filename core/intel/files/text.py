@@ -17,8 +17,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final, Protocol
 
-from kandev_lsp.intel.regular import read_regular
-from kandev_lsp.intel.workspace import WorkspaceFile
+from kandev_lsp.intel.files.regular import read_regular
+from kandev_lsp.intel.files.workspace import WorkspaceFile
 from kandev_lsp.lsp.positions import LineIndex, PositionEncoding
 
 __all__ = ["Document", "PositionEncoding", "StampedTexts", "TextCache", "TextSource"]

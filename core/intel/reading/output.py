@@ -31,8 +31,8 @@ from dataclasses import dataclass
 from typing import Any, Final, NamedTuple, TypeGuard
 
 from kandev_lsp.intel.errors import IntelError
-from kandev_lsp.intel.text import Document, PositionEncoding, TextSource
-from kandev_lsp.intel.workspace import WorkspaceFile
+from kandev_lsp.intel.files.text import Document, PositionEncoding, TextSource
+from kandev_lsp.intel.files.workspace import WorkspaceFile
 
 __all__ = [
     "BODY_MAX_LINES",

@@ -3,7 +3,7 @@
 A model that sends ``"line": "12"``, ``"kind": "refs"`` or ``"targte": {...}`` should learn from one
 answer what to send instead: each problem names the argument by its dotted path, what was expected, what
 came, and for names and enum values the nearest valid one. The validator implements exactly the subset of
-JSON Schema the tool schemas use (see :mod:`~kandev_lsp.intel.schemas`); :data:`KEYWORDS` lists it, and a
+JSON Schema the tool schemas use (see :mod:`~kandev_lsp.intel.surface.schemas`); :data:`KEYWORDS` lists it, and a
 schema using anything else is refused (:func:`check_schema`) so a keyword cannot be silently ignored.
 """
 

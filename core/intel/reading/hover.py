@@ -16,7 +16,7 @@ import html
 import re
 from typing import Any, Final
 
-from kandev_lsp.intel.text import PositionEncoding
+from kandev_lsp.intel.files.text import PositionEncoding
 
 __all__ = ["flatten_hover", "hover_text", "mark_signature"]
 

@@ -25,7 +25,9 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from kandev_lsp.cancel import CancelToken
-from kandev_lsp.intel.arguments import (
+from kandev_lsp.intel.errors import IntelError, InvalidArguments, NotWired, UnknownTool
+from kandev_lsp.intel.runtime.executor import DEFAULT_DEADLINE
+from kandev_lsp.intel.surface.arguments import (
     PARSERS,
     ActionsArgs,
     DiagnosticsArgs,
@@ -43,12 +45,10 @@ from kandev_lsp.intel.arguments import (
     refuse_first_match,
     repeated_differences,
 )
-from kandev_lsp.intel.errors import IntelError, InvalidArguments, NotWired, UnknownTool
-from kandev_lsp.intel.executor import DEFAULT_DEADLINE
-from kandev_lsp.intel.rejections import rejected_receipt
-from kandev_lsp.intel.schemas import ALL_TOOLS, ToolSpec, tool_by_name
-from kandev_lsp.intel.summaries import summarize
-from kandev_lsp.intel.validation import compile_check, validate
+from kandev_lsp.intel.surface.rejections import rejected_receipt
+from kandev_lsp.intel.surface.schemas import ALL_TOOLS, ToolSpec, tool_by_name
+from kandev_lsp.intel.surface.summaries import summarize
+from kandev_lsp.intel.surface.validation import compile_check, validate
 
 __all__ = [
     "DispatchOutcome",

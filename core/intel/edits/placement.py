@@ -30,10 +30,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from kandev_lsp.intel.arguments import InsertPosition
 from kandev_lsp.intel.errors import IntelError, TargetOutOfRange
-from kandev_lsp.intel.targets import ResolvedTarget
-from kandev_lsp.intel.text import Document, PositionEncoding
+from kandev_lsp.intel.files.text import Document, PositionEncoding
+from kandev_lsp.intel.reading.targets import ResolvedTarget
+from kandev_lsp.intel.surface.arguments import InsertPosition
 
 __all__ = [
     "OverlappingEdits",

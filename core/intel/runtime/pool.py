@@ -16,7 +16,7 @@ registered for it, and is opened otherwise, so the next answer is about the code
 
 Readiness: :meth:`ManagedServer.wait_ready` waits within the tool call's deadline; when the server is not
 ready in time the call fails ``unavailable`` with the progress titles and elapsed time
-(:class:`~kandev_lsp.intel.executor.ProviderUnavailable`), never with a silently incomplete answer. For
+(:class:`~kandev_lsp.intel.runtime.executor.ProviderUnavailable`), never with a silently incomplete answer. For
 typescript-language-server the syntax-only server is turned off (``tsserver.useSyntaxServer: never``):
 its early answers are incomplete (FACTS: 161 lines in 1 file instead of 394 in 18 on zod).
 
@@ -44,19 +44,19 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Final
 
 from kandev_lsp.intel.errors import IntelError
-from kandev_lsp.intel.executor import Deadline, ProviderUnavailable
-from kandev_lsp.intel.notices import (
+from kandev_lsp.intel.files.regular import NOT_REGULAR, NotRegularFile, read_regular
+from kandev_lsp.intel.files.text import MAX_TEXT_BYTES, Document
+from kandev_lsp.intel.files.workspace import Root, Workspace, WorkspaceFile
+from kandev_lsp.intel.runtime.executor import Deadline, ProviderUnavailable
+from kandev_lsp.intel.runtime.notices import (
     install_failed_message,
     install_output_lines,
     launching_message,
     missing_server_notice,
 )
-from kandev_lsp.intel.pathmemo import Placed, watched_lookup
-from kandev_lsp.intel.regular import NOT_REGULAR, NotRegularFile, read_regular
-from kandev_lsp.intel.text import MAX_TEXT_BYTES, Document
-from kandev_lsp.intel.watch import DiskWatch
-from kandev_lsp.intel.watchers import CREATED, file_operation_wanted, wanted_events
-from kandev_lsp.intel.workspace import Root, Workspace, WorkspaceFile
+from kandev_lsp.intel.runtime.pathmemo import Placed, watched_lookup
+from kandev_lsp.intel.runtime.watch import DiskWatch
+from kandev_lsp.intel.runtime.watchers import CREATED, file_operation_wanted, wanted_events
 from kandev_lsp.lsp.positions import PositionEncoding
 from kandev_lsp.lsp.roots import project_root as _project_root
 from kandev_lsp.platform import HostPlatform
@@ -556,7 +556,7 @@ class ManagedServer:
 
     def uri_lookup(self, workspace: Workspace) -> Callable[[str], WorkspaceFile | IntelError]:
         """:meth:`Workspace.uri_lookup` for one tool call, trusting earlier checks this server's disk watch
-        vouches for (:func:`~kandev_lsp.intel.pathmemo.watched_lookup`)."""
+        vouches for (:func:`~kandev_lsp.intel.runtime.pathmemo.watched_lookup`)."""
         return watched_lookup(workspace, self.disk_watch, self.placed)
 
     def saw(self, files: Iterable[WorkspaceFile]) -> None:

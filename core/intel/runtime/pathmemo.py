@@ -4,7 +4,7 @@ Every URI a server returns is checked before it is shown (B8.11): its real path 
 which costs one ``lstat`` per file per call (:meth:`Workspace.uri_lookup`), and a popular symbol's
 references span hundreds of files. Such a check stays true as long as nothing on the file's path changes:
 replacing the file, or any folder between it and its root, by a symbolic link, a rename or a delete is an
-event on a watched folder (:class:`~kandev_lsp.intel.watch.DiskWatch` watches each file and every folder up
+event on a watched folder (:class:`~kandev_lsp.intel.runtime.watch.DiskWatch` watches each file and every folder up
 to its root), after which :meth:`DiskWatch.unchanged` answers False and the full check runs again.
 
 The rules that keep this exactly as strict as checking every time:
@@ -13,7 +13,7 @@ The rules that keep this exactly as strict as checking every time:
   follow, and the watch covers every folder that could become a link.
 - **Watch, then look**: a check is remembered only when the file was already watched when it was made, so
   any change after it is queued. The first check of a file starts its watch instead; the next one is
-  remembered, with the watch's :attr:`~kandev_lsp.intel.watch.DiskWatch.layout` count of that moment.
+  remembered, with the watch's :attr:`~kandev_lsp.intel.runtime.watch.DiskWatch.layout` count of that moment.
 - A remembered check is trusted while that count is unchanged (:meth:`DiskWatch.vouches`): the count
   grows with every entry created, moved or deleted in a watched folder and every reset, whichever call
   drained the event. (Asking "unchanged since this call's drain" alone missed a swap for a link that an
@@ -32,8 +32,8 @@ from dataclasses import dataclass
 from typing import Final, Generic, Protocol, TypeVar
 
 from kandev_lsp.intel.errors import IntelError
-from kandev_lsp.intel.watch import DiskWatch
-from kandev_lsp.intel.workspace import Workspace, WorkspaceFile
+from kandev_lsp.intel.files.workspace import Workspace, WorkspaceFile
+from kandev_lsp.intel.runtime.watch import DiskWatch
 
 __all__ = ["Placed", "PlacedTargets", "watched_lookup"]
 
