@@ -11,7 +11,7 @@ import logging
 from collections.abc import Awaitable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING, Protocol, TypeVar
 from urllib.parse import urlsplit, urlunsplit
 
 from kandev_lsp.executables import IN_WORKSPACE, in_folder, tool_environment
@@ -20,9 +20,8 @@ from kandev_lsp.install.errors import InstallError, ToolchainMissingError
 
 if TYPE_CHECKING:  # annotations only: installer modules import this one and stay light (no asyncio)
     from kandev_lsp.cancel import CancelToken
-    from kandev_lsp.install.plan import InstallPlan
     from kandev_lsp.install.progress import ProgressFanout
-    from kandev_lsp.language import LanguageSpec
+    from kandev_lsp.language import LanguageSpec, ReleaseAsset
     from kandev_lsp.process import ProcessSupervisor, RunResult
     from kandev_lsp.taskenv import Task, TaskEnvironment
 
@@ -32,16 +31,32 @@ T = TypeVar("T")
 S = TypeVar("S")
 
 
+class Recipe(Protocol):
+    """What every installable recipe has: its kind's name and the version it installs."""
+
+    @property
+    def kind(self) -> str: ...
+
+    @property
+    def version(self) -> str: ...
+
+
 @dataclass(frozen=True, slots=True)
 class InstallContext:
-    """One install in progress: the plan, the task, and the staging folder it fills.
+    """One install in progress: what it installs, the task, and the staging folder it fills.
+
+    ``recipe`` is the planned recipe (at the requested version) and ``asset`` the release asset the plan
+    chose for the host (None for kinds that download none): the parts of
+    :class:`~kandev_lsp.install.plan.InstallPlan` an installer reads, so that this module, below the
+    planner, never imports it.
 
     ``scratch`` is an empty folder outside ``staging``: the working directory of side commands (tool
     versions) and of the verification run, so that nothing reads files the installer is still writing.
     """
 
     spec: LanguageSpec
-    plan: InstallPlan
+    recipe: Recipe
+    asset: ReleaseAsset | None
     task: Task
     staging: Path
     scratch: Path
@@ -223,6 +238,7 @@ def public_url(url: str) -> str:
 
 __all__ = [
     "InstallContext",
+    "Recipe",
     "Staged",
     "alongside",
     "find_executable",

@@ -21,7 +21,7 @@ from kandev_lsp.language import GoRecipe
 # GoInstaller.available() and must stay light.
 if TYPE_CHECKING:
     from kandev_lsp.install.context import InstallContext, Staged
-    from kandev_lsp.install.installers import InstallOptions
+    from kandev_lsp.install.kinds import InstallOptions
     from kandev_lsp.language import LanguageSpec, ReleaseAsset
     from kandev_lsp.platform import HostPlatform
 
@@ -63,7 +63,7 @@ async def _facts(ctx: InstallContext) -> tuple[dict[str, str], str]:
 async def install_go(ctx: InstallContext) -> Staged:
     from kandev_lsp.install.context import Staged, alongside, find_executable, run_tool
 
-    recipe = ctx.plan.recipe
+    recipe = ctx.recipe
     assert isinstance(recipe, GoRecipe)
     bin_dir = ctx.staging / "bin"
     bin_dir.mkdir()

@@ -35,7 +35,7 @@ from kandev_lsp.fileprobe import LocalFileProbe, ProbeStatus
 from kandev_lsp.install.cache import ServerCache, cached_languages, remove_tree
 from kandev_lsp.install.context import InstallContext, Staged
 from kandev_lsp.install.errors import InstallCancelled, InstallError, NoInstallerError
-from kandev_lsp.install.installers import InstallOptions
+from kandev_lsp.install.kinds import InstallOptions
 from kandev_lsp.install.locks import hold_file_lock
 from kandev_lsp.install.owners import InstallOwner, new_owner_token, record_owner, recorded_owners
 from kandev_lsp.install.plan import InstallPlan, plan_install
@@ -340,7 +340,8 @@ class InstallManager:
         try:
             ctx = InstallContext(
                 spec,
-                plan,
+                plan.recipe,
+                plan.asset,
                 task,
                 staging,
                 scratch,
@@ -349,7 +350,7 @@ class InstallManager:
                 timeout=self._install_timeout,
                 owner_token=owner_token,
             )
-            staged = await self._run_installer(ctx)
+            staged = await self._run_installer(plan, ctx)
             fanout.phase("verifying", f"checking that {spec.command} {plan.version} runs")
             executable = staging.joinpath(*staged.executable.split("/"))
             said = await verify_server(
@@ -379,9 +380,9 @@ class InstallManager:
         fanout.phase("done", f"{spec.command} {plan.version} installed")
         return replace(receipt, directory=str(published))
 
-    async def _run_installer(self, ctx: InstallContext) -> Staged:
+    async def _run_installer(self, plan: InstallPlan, ctx: InstallContext) -> Staged:
         """Fill the staging folder the way the recipe's kind does (its registered installer)."""
-        return await ctx.plan.installer.install(ctx, self._options)
+        return await plan.installer.install(ctx, self._options)
 
     def _receipt(self, spec: LanguageSpec, plan: InstallPlan, staged: Staged) -> InstallReceipt:
         plugin, plugin_version = self._plugin_of(spec.id)

@@ -24,7 +24,7 @@ from kandev_lsp.language import NpmRecipe
 # NpmInstaller.available() and must stay light (no logging, no subprocess machinery).
 if TYPE_CHECKING:
     from kandev_lsp.install.context import InstallContext, Staged
-    from kandev_lsp.install.installers import InstallOptions
+    from kandev_lsp.install.kinds import InstallOptions
     from kandev_lsp.language import LanguageSpec, ReleaseAsset
     from kandev_lsp.platform import HostPlatform
 
@@ -102,7 +102,7 @@ def _source(staging: Path, recipe: NpmRecipe) -> str:
 async def install_npm(ctx: InstallContext) -> Staged:
     from kandev_lsp.install.context import Staged, alongside, find_executable, run_tool
 
-    recipe = ctx.plan.recipe
+    recipe = ctx.recipe
     assert isinstance(recipe, NpmRecipe)
     (ctx.staging / "package.json").write_text('{"private": true}\n', encoding="utf-8")
     argv = npm_argv(recipe, str(ctx.staging))

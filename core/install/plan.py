@@ -10,8 +10,10 @@ import re
 from dataclasses import dataclass
 from typing import cast
 
+from kandev_lsp.install.context import Recipe
 from kandev_lsp.install.errors import InstallError, NoInstallerError
-from kandev_lsp.install.installers import Recipe, RecipeInstaller, installer_for
+from kandev_lsp.install.installers import installer_for
+from kandev_lsp.install.kinds import RecipeInstaller
 from kandev_lsp.language import LanguageSpec, ReleaseAsset
 from kandev_lsp.platform import HostPlatform
 

@@ -22,7 +22,7 @@ from kandev_lsp.language import ReleaseAsset, ReleaseRecipe
 if TYPE_CHECKING:
     from kandev_lsp.install.context import InstallContext, Staged
     from kandev_lsp.install.download import DownloadTimeouts
-    from kandev_lsp.install.installers import InstallOptions
+    from kandev_lsp.install.kinds import InstallOptions
     from kandev_lsp.language import LanguageSpec
     from kandev_lsp.platform import HostPlatform
 
@@ -47,7 +47,7 @@ async def install_release(
     from kandev_lsp.install.context import Staged
     from kandev_lsp.install.download import DownloadError, download_release_asset
 
-    recipe, asset = ctx.plan.recipe, ctx.plan.asset
+    recipe, asset = ctx.recipe, ctx.asset
     assert isinstance(recipe, ReleaseRecipe) and asset is not None
     name = executable_name(recipe.bin, ctx.task.host.is_windows)
     target = ctx.staging / "bin" / name
@@ -84,7 +84,7 @@ def _unpack(ctx: InstallContext, archive: Path, name: str, target: Path) -> None
     from kandev_lsp.install.archives import extract_archive
     from kandev_lsp.install.cache import remove_tree
 
-    recipe, asset = ctx.plan.recipe, ctx.plan.asset
+    recipe, asset = ctx.recipe, ctx.asset
     assert isinstance(recipe, ReleaseRecipe) and asset is not None
     ctx.fanout.phase("installing", f"unpacking {asset.name}")
     unpacked = ctx.staging / "unpacked"

@@ -73,7 +73,7 @@ class ScriptInstaller:
         return (f"inline-script@{recipe.version}",)
 
     async def install(self, ctx: InstallContext, options: InstallOptions) -> Staged:
-        recipe = ctx.plan.recipe
+        recipe = ctx.recipe
         assert isinstance(recipe, ScriptRecipe)
         target = ctx.staging / "bin" / "scriptls"
         target.parent.mkdir()
