@@ -9,10 +9,12 @@ knows nothing of languages, PATH or workspaces.
 
 from __future__ import annotations
 
+import ntpath
 import os
+import posixpath
 import stat
 from enum import Enum
-from typing import Protocol
+from typing import Any, Protocol
 
 from kandev_lsp._values import dataclass
 from kandev_lsp.platform import HostPlatform
@@ -68,9 +70,17 @@ class LocalFileProbe:
 
     def __init__(self, host: HostPlatform) -> None:
         self._windows = host.is_windows
+        #: ``host``'s paths are not this machine's (``resolve --platform windows-x86_64`` on Linux): they
+        #: are never looked up on this filesystem, where ``C:\Users\me`` would be a relative name under the
+        #: current folder (issue 17 item 7). Only the two path syntaxes matter: a macOS task on Linux is
+        #: still probed here ("explains rules, probes this machine's files").
+        self._foreign = host.is_windows != (os.name == "nt")
+        self._paths: Any = ntpath if host.is_windows else posixpath  # the probed host's path rules
         self._fd_paths = bool(_O_PATH) and os.path.isdir(_PROC_FD)
 
     def probe(self, path: str) -> ProbeResult:
+        if self._foreign:
+            return ProbeResult(ProbeStatus.MISSING)
         if self._fd_paths:
             return self._probe_by_descriptor(path)
         try:
@@ -100,12 +110,15 @@ class LocalFileProbe:
         return ProbeStatus.OK
 
     def real_path(self, path: str) -> str:
+        if self._foreign:  # no symlink of that host can be read here: the path as written, normalized
+            return self._paths.normpath(path) if path else path
         return os.path.realpath(path)
 
     def is_within(self, path: str, folder: str) -> bool:
         if not folder:
             return False
-        root = os.path.realpath(folder)
+        paths = self._paths
+        root = self.real_path(folder)
         if self._windows:
-            path, root = os.path.normcase(path), os.path.normcase(root)
-        return path == root or path.startswith(root.rstrip(os.sep) + os.sep)
+            path, root = paths.normcase(path), paths.normcase(root)
+        return path == root or path.startswith(root.rstrip(paths.sep) + paths.sep)
