@@ -43,9 +43,13 @@ class CallerRequest:
 
 @dataclass(frozen=True, slots=True)
 class Caller:
-    """An authorized caller. ``owner`` names whose settings apply to the leases it creates (K14.9)."""
+    """An authorized caller. ``owner`` names whose settings apply to the leases it creates (K14.9).
+
+    ``names_owners``: the caller is a trusted backend that may mint page tickets for any owner (the
+    ``owner`` field of ``POST /lsp/tickets``); other callers mint tickets for their own ``owner`` only."""
 
     owner: str
+    names_owners: bool = False
 
 
 class Authorizer(Protocol):
@@ -57,7 +61,8 @@ class Authorizer(Protocol):
 
 class BearerAuthorizer:
     """``Authorization: Bearer <token>`` with one shared token, compared in constant time; every
-    accepted caller is the same ``owner``."""
+    accepted caller is the same ``owner``. Whoever holds the token is the embedder's backend, so it may
+    mint page tickets naming any owner (``Caller.names_owners``)."""
 
     def __init__(self, token: StreamToken, owner: str = "local") -> None:
         self._token = token
@@ -65,7 +70,7 @@ class BearerAuthorizer:
 
     async def authorize(self, request: CallerRequest) -> Caller | None:
         if check_bearer(request.headers.get("authorization"), self._token.value):
-            return Caller(self._owner)
+            return Caller(self._owner, names_owners=True)
         return None
 
 

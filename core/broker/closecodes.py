@@ -20,6 +20,7 @@ __all__ = [
     "client_close_for_lease_end",
     "client_close_for_upstream",
     "proxy_close_for_upstream",
+    "refusal_close",
 ]
 
 
@@ -37,6 +38,12 @@ class BrokerCloseCode(IntEnum):
     NO_INSTALLER = 4007  # relayed
     START_FAILED = 4008  # relayed
     CONNECTION_FAILED = 4009  # transport or broker failure while the server may still run
+    # A browser request refused before anything was looked up: the upgrade is accepted and closed at
+    # once with 4000 + the HTTP status a non-browser client gets (a page sees a 4xx answer as 1006 only).
+    BAD_REQUEST = 4400
+    UNAUTHORIZED = 4401
+    FORBIDDEN = 4403
+    NOT_FOUND = 4404
 
 
 CLOSE_REASONS: Final[Mapping[int, str]] = {
@@ -53,6 +60,11 @@ CLOSE_REASONS: Final[Mapping[int, str]] = {
     BrokerCloseCode.NO_INSTALLER: "server unavailable",
     BrokerCloseCode.START_FAILED: "server failed to start",
     BrokerCloseCode.CONNECTION_FAILED: "connection failed",
+    # A refused browser request: the error code of the HTTP answer (see ``refusal_close``).
+    BrokerCloseCode.BAD_REQUEST: "bad_request",
+    BrokerCloseCode.UNAUTHORIZED: "unauthorized",
+    BrokerCloseCode.FORBIDDEN: "forbidden_origin",
+    BrokerCloseCode.NOT_FOUND: "not_found",
 }
 
 #: Upstream codes the client gets unchanged: the task host's own verdict on the server.
@@ -98,6 +110,23 @@ def client_close_for_lease_end(reason: ReleaseReason, upstream_code: int | None 
         return client_close_for_upstream(upstream_code)
     # stop and editor_idle end with an ack and 1000; capacity and detached_timeout have no client.
     return BrokerCloseCode.NORMAL
+
+
+#: The HTTP refusals a browser request can get, as the close code that tells its page the same thing.
+_REFUSAL_CLOSE: Final[Mapping[int, BrokerCloseCode]] = {
+    400: BrokerCloseCode.BAD_REQUEST,
+    401: BrokerCloseCode.UNAUTHORIZED,
+    403: BrokerCloseCode.FORBIDDEN,
+    404: BrokerCloseCode.NOT_FOUND,
+}
+
+
+def refusal_close(status: int, error: str) -> tuple[BrokerCloseCode, str]:
+    """The close a browser page gets for a request refused with HTTP ``status`` (issue 18 item 2): code
+    ``4000 + status`` and, as the reason, the ``error`` code of the JSON body a non-browser client gets
+    (``unauthorized``, ``forbidden_origin``, ``missing_language``, ...). Never retryable as it stands: a
+    page must fix the request (a new ticket, another origin) before it connects again."""
+    return _REFUSAL_CLOSE.get(status, BrokerCloseCode.BAD_REQUEST), error[:64]
 
 
 def _sendable(code: int) -> bool:

@@ -32,6 +32,8 @@ __all__ = [
 ]
 
 ROUTE_PREFIX: Final = "/lsp/"
+#: ``/lsp/tickets`` is the ticket route (``POST``), never a session.
+RESERVED_SESSION: Final = "tickets"
 _SESSION = re.compile(r"[A-Za-z0-9._~-]{1,128}")
 _HINT = re.compile(r"[A-Za-z0-9_-]{1,128}")
 _TRUE: Final = frozenset({"1", "true"})
@@ -61,13 +63,17 @@ class BrokerQuery:
 def parse_broker_path(target: str) -> str:
     """The session id of ``/lsp/{sessionId}``.
 
-    :raises BadBrokerRequest: 404 for any other path, or a session segment outside
-        ``[A-Za-z0-9._~-]{1,128}`` (percent-encoded characters included).
+    :raises BadBrokerRequest: 404 for any other path, a session segment outside
+        ``[A-Za-z0-9._~-]{1,128}`` (percent-encoded characters included), or the reserved ``tickets``.
     """
     path = urlsplit(target).path
     session = path[len(ROUTE_PREFIX) :] if path.startswith(ROUTE_PREFIX) else ""
-    if not _SESSION.fullmatch(session) or session in (".", ".."):
-        raise BadBrokerRequest(404, "not_found", "the broker serves GET /lsp/{sessionId}?language=L")
+    if not _SESSION.fullmatch(session) or session in (".", "..", RESERVED_SESSION):
+        raise BadBrokerRequest(
+            404,
+            "not_found",
+            "the broker serves GET /lsp/{sessionId}?language=L (and POST /lsp/tickets to mint a ticket)",
+        )
     return session
 
 

@@ -22,14 +22,19 @@ import contextlib
 import logging
 import time
 import weakref
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from http import HTTPStatus
 from typing import Final
-from urllib.parse import urlencode
+from urllib.parse import parse_qs, urlencode, urlsplit
 
 from kandev_lsp.broker.auth import Authorizer, Caller, CallerRequest
-from kandev_lsp.broker.closecodes import CLOSE_REASONS, BrokerCloseCode, proxy_close_for_upstream
+from kandev_lsp.broker.closecodes import (
+    CLOSE_REASONS,
+    BrokerCloseCode,
+    proxy_close_for_upstream,
+    refusal_close,
+)
 from kandev_lsp.broker.config import DEFAULT_DETACH_TIMEOUT, DEFAULT_MAX_CONNECTIONS
 from kandev_lsp.broker.contract import BadBrokerRequest, BrokerQuery, parse_broker_path, parse_broker_query
 from kandev_lsp.broker.directory import DirectoryError, Execution, ExecutionDirectory, replaced_executions
@@ -44,21 +49,27 @@ from kandev_lsp.broker.leases import (
 )
 from kandev_lsp.broker.metrics import CONTENT_TYPE, BrokerMetrics
 from kandev_lsp.broker.peer import ConfigurationAnswerer
-from kandev_lsp.session import log_event
-from kandev_lsp.stream.handshake import (
-    Refusal,
-    json_response,
-    refuse,
-    repeated_refusal,
-    single_headers,
-    unauthorized,
+from kandev_lsp.broker.plain_http import plain_http_connection
+from kandev_lsp.broker.ticket_route import TicketRoute
+from kandev_lsp.broker.tickets import (
+    DEFAULT_TICKET_CAPACITY,
+    DEFAULT_TICKET_TTL,
+    MAX_MINT_BODY,
+    RedeemFailure,
+    TicketBook,
+    presented_ticket,
+    select_subprotocol,
 )
+from kandev_lsp.session import log_event
+from kandev_lsp.stream.handshake import Refusal, refuse, repeated_refusal, single_headers, unauthorized
 from kandev_lsp.stream.origins import OriginPolicy
 from websockets.asyncio.client import ClientConnection, connect
 from websockets.asyncio.server import Server, ServerConnection, serve
+from websockets.datastructures import Headers
 from websockets.exceptions import ConnectionClosed, InvalidHandshake, InvalidURI
 from websockets.http11 import Request, Response
 from websockets.protocol import State
+from websockets.typing import Subprotocol
 
 __all__ = ["METRICS_ROUTE", "BrokerConfig", "BrokerServer"]
 
@@ -97,6 +108,28 @@ class BrokerConfig:
     #: without one (editors, shims) are unaffected. Empty by default: no browser page is accepted until its
     #: origin is listed, which an authorizer reading cookies needs (cross-site WebSocket hijacking).
     allowed_origins: tuple[str, ...] = ()
+    #: Page tickets (``POST /lsp/tickets``): seconds each stays valid, and how many may be outstanding.
+    ticket_ttl: float = DEFAULT_TICKET_TTL
+    ticket_capacity: int = DEFAULT_TICKET_CAPACITY
+
+
+#: What a non-browser client presenting a bad ticket is told (a page gets close 4401 ``unauthorized``).
+_TICKET_REFUSED: Final = (
+    "the ticket is unknown, expired, already used, or minted for another session or language; "
+    "mint a new one (POST /lsp/tickets) for each connection"
+)
+
+
+def _browser_upgrade(headers: Headers) -> bool:
+    """A WebSocket upgrade sent by a browser: every browser sends one ``Origin``, editors send none (a
+    request with two is no browser's, and websockets itself refuses to upgrade it)."""
+    upgrade = ",".join(headers.get_all("Upgrade")).lower()
+    return len(headers.get_all("Origin")) == 1 and "websocket" in upgrade
+
+
+def _selected(offered: Sequence[Subprotocol]) -> Subprotocol | None:
+    chosen = select_subprotocol(offered)
+    return Subprotocol(chosen) if chosen is not None else None
 
 
 def _refuse(connection: ServerConnection, refusal: Refusal, **fields: object) -> Response:
@@ -140,6 +173,13 @@ class BrokerServer:
         #: The authorized caller of each upgraded connection, from the authorizer's answer (weak: a
         #: handshake that fails after the check leaves nothing behind).
         self._callers: weakref.WeakKeyDictionary[ServerConnection, Caller] = weakref.WeakKeyDictionary()
+        #: Browser upgrades refused before the upgrade: the close each gets right after it.
+        self._refusals: weakref.WeakKeyDictionary[ServerConnection, tuple[int, str]] = (
+            weakref.WeakKeyDictionary()
+        )
+        #: Page tickets (issue 18 item 1): minted by POST /lsp/tickets, spent by one upgrade each.
+        self.tickets = TicketBook(self.config.ticket_ttl, self.config.ticket_capacity, clock=time.monotonic)
+        self._ticket_route = TicketRoute(self.tickets, authorizer, self._origins)
         self._server: Server | None = None
         self._proxied = 0
         #: Proxy mode: the open proxied clients by execution (each pins it, K13.1) and the fences.
@@ -230,6 +270,8 @@ class BrokerServer:
             self.config.host,
             self.config.port,
             process_request=self._process_request,
+            select_subprotocol=lambda _connection, offered: _selected(offered),
+            create_connection=plain_http_connection(self._ticket_route.answer, MAX_MINT_BODY),
             max_size=self.config.max_message,
             max_queue=2,
             compression=None,
@@ -288,36 +330,89 @@ class BrokerServer:
 
     # Before the upgrade -------------------------------------------------------------------------------
     async def _process_request(self, connection: ServerConnection, request: Request) -> Response | None:
-        is_metrics = request.path.split("?", 1)[0] == METRICS_ROUTE
+        if urlsplit(request.path).path == METRICS_ROUTE:
+            return await self._metrics(connection, request)
+        checked = await self._check(request)
+        if isinstance(checked, Caller):
+            self._callers[connection] = checked
+            return None
+        refusal, fields = checked
+        if fields is not None:
+            log_event(log, "rejected", logging.WARNING, status=int(refusal.status), **fields)
+        if _browser_upgrade(request.headers):
+            # A page sees an HTTP refusal as close 1006, like a network failure, and would retry it
+            # (K18): it gets the upgrade instead, closed at once with 44xx (issue 18 item 2). Nothing is
+            # looked up or started for it (_handle closes it first).
+            self._refusals[connection] = refusal_close(int(refusal.status), refusal.error)
+            return None
+        return refuse(connection, refusal)
+
+    async def _check(self, request: Request) -> Caller | tuple[Refusal, dict[str, object] | None]:
+        """The caller of an upgrade request, or its refusal with the log fields (``None``: not logged).
+
+        Path, origin, repeated credential headers, the credential (a page ticket when one is presented,
+        else the authorizer), then the query: nothing about sessions is looked at for a refused caller."""
         try:
-            session = "" if is_metrics else parse_broker_path(request.path)
+            session = parse_broker_path(request.path)
         except BadBrokerRequest as exc:
-            return json_response(connection, HTTPStatus(exc.status), exc.to_json())
+            return Refusal(HTTPStatus(exc.status), exc.error, str(exc)), None
         origins = request.headers.get_all("Origin")
         refusal = self._origins.refusal(origins)
         if refusal is not None:  # before any credential is looked at (a cookie rides on every request)
+            return refusal, {"error": refusal.error, "origin": origins[0][:128]}
+        refusal = repeated_refusal(request.headers, CREDENTIAL_HEADERS)
+        if refusal is not None:
+            return refusal, {"error": "repeated_header"}
+        query = parse_qs(urlsplit(request.path).query, keep_blank_values=True)
+        presented = presented_ticket(
+            request.headers.get_all("Sec-WebSocket-Protocol"), query.get("ticket", [])
+        )
+        if presented.problem is not None:
+            return unauthorized(presented.problem), {"credential": "ticket", "why": "several"}
+        caller: Caller | None
+        if presented.value is not None:
+            languages = query.get("language", [])
+            redeemed = self.tickets.redeem(
+                presented.value,
+                session,
+                languages[0] if len(languages) == 1 else None,
+                origins[0] if origins else None,
+            )
+            if isinstance(redeemed, RedeemFailure):
+                return unauthorized(_TICKET_REFUSED), {"credential": "ticket", "why": redeemed.value}
+            caller = Caller(redeemed.owner)
+        else:
+            caller = await self._authorizer.authorize(CallerRequest(session, single_headers(request.headers)))
+            if caller is None:
+                return unauthorized(), {}
+        try:
+            parse_broker_query(request.path)
+        except BadBrokerRequest as exc:
+            return Refusal(HTTPStatus(exc.status), exc.error, str(exc)), {"error": exc.error}
+        return caller
+
+    async def _metrics(self, connection: ServerConnection, request: Request) -> Response:
+        origins = request.headers.get_all("Origin")
+        refusal = self._origins.refusal(origins)
+        if refusal is not None:
             return _refuse(connection, refusal, error=refusal.error, origin=origins[0][:128])
         refusal = repeated_refusal(request.headers, CREDENTIAL_HEADERS)
         if refusal is not None:
             return _refuse(connection, refusal, error="repeated_header")
-        caller = await self._authorizer.authorize(CallerRequest(session, single_headers(request.headers)))
+        caller = await self._authorizer.authorize(CallerRequest("", single_headers(request.headers)))
         if caller is None:
             return _refuse(connection, unauthorized())
-        if is_metrics:
-            response = connection.respond(HTTPStatus.OK, self.metrics.exposition().decode("utf-8"))
-            del response.headers["Content-Type"]
-            response.headers["Content-Type"] = CONTENT_TYPE
-            return response
-        try:
-            parse_broker_query(request.path)
-        except BadBrokerRequest as exc:
-            log_event(log, "rejected", logging.WARNING, status=exc.status, error=exc.error)
-            return json_response(connection, HTTPStatus(exc.status), exc.to_json())
-        self._callers[connection] = caller
-        return None
+        response = connection.respond(HTTPStatus.OK, self.metrics.exposition().decode("utf-8"))
+        del response.headers["Content-Type"]
+        response.headers["Content-Type"] = CONTENT_TYPE
+        return response
 
     # After the upgrade --------------------------------------------------------------------------------
     async def _handle(self, client: ServerConnection) -> None:
+        refused = self._refusals.pop(client, None)
+        if refused is not None:  # a browser request refused before the upgrade (issue 18 item 2)
+            await self._close(client, *refused)
+            return
         path = client.request.path if client.request else ""
         query = parse_broker_query(path)
         try:

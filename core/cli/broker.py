@@ -11,6 +11,7 @@ import argparse
 import sys
 from typing import TYPE_CHECKING, Any
 
+from kandev_lsp.broker.tickets import DEFAULT_TICKET_TTL, MAX_TICKET_TTL  # pure: no websockets
 from kandev_lsp.cli.serve import add_allow_origin_argument, add_log_level_argument, configure_logging
 
 if TYPE_CHECKING:
@@ -31,7 +32,8 @@ def add_broker_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentPa
             "when it changes. Read once at start: KANDEV_FEATURES_LSP_BROWSER_CONTINUITY (leases; off: a "
             "plain authenticated proxy) and KANDEV_LSP_MAX_CONNECTIONS (default 8). Prints one JSON line on "
             'stdout when listening: {"event": "listening", "url": ..., "port": ...} (plus "token" when it '
-            "generated one). Clients authenticate with 'Authorization: Bearer <token>'. SIGINT/SIGTERM/"
+            "generated one). Clients authenticate with 'Authorization: Bearer <token>'; browser pages with a "
+            "single-use ticket their backend mints with that token (POST /lsp/tickets). SIGINT/SIGTERM/"
             "SIGHUP close every lease (backend_stop: each server is stopped) and every client with 1001, "
             "then exit 0."
         ),
@@ -55,8 +57,31 @@ def add_broker_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentPa
         ),
     )
     add_allow_origin_argument(parser, "default: none, every request carrying an Origin is refused")
+    parser.add_argument(
+        "--ticket-ttl",
+        metavar="SECONDS",
+        type=_ticket_ttl,
+        default=DEFAULT_TICKET_TTL,
+        help=(
+            "how long a page ticket minted by POST /lsp/tickets stays valid, 1-600 seconds "
+            f"(default: {DEFAULT_TICKET_TTL:g}); each is good for one connection"
+        ),
+    )
     add_log_level_argument(parser, "info")
     parser.set_defaults(handler=run_broker)
+
+
+def _ticket_ttl(value: str) -> float:
+    try:
+        seconds = float(value)
+    except ValueError:
+        seconds = 0.0
+    if not 1 <= seconds <= MAX_TICKET_TTL:
+        raise argparse.ArgumentTypeError(
+            f"{value!r} is not a ticket lifetime: give 1 to {MAX_TICKET_TTL:g} seconds (a page presents "
+            "its ticket right after its backend minted it)"
+        )
+    return seconds
 
 
 def run_broker(args: argparse.Namespace) -> int:
@@ -77,6 +102,7 @@ def run_broker(args: argparse.Namespace) -> int:
         continuity=continuity_enabled(),
         capacity=max_connections(),
         allowed_origins=tuple(args.allow_origin or ()),
+        ticket_ttl=args.ticket_ttl,
     )
     suppressed = None
     if config.continuity:  # the ready frame's suppressedProviders, from the plugins' hook (K2.3)
