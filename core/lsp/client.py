@@ -303,7 +303,15 @@ class LspClient:
         if pending.deadline is not None:
             self._arm_timer(pending.deadline)
         try:
-            await self._drain()
+            try:
+                await self._drain()
+            except BaseException:
+                # The write failed because the connection ended: _lost() may already have given the
+                # future its ServerClosed. The caller gets the write's error; the future's is the same
+                # news, marked as read here so asyncio never reports it as "never retrieved" (issue 17
+                # item 2: a staged server that exits before answering initialize).
+                _discard(future)
+                raise
             return await future
         except asyncio.CancelledError:
             if self.endpoint.cancel(pending.id) is not None:
@@ -526,3 +534,9 @@ class LspClient:
             task.cancel()
         for subscription in list(self._subscriptions):
             subscription._offer(None)
+
+
+def _discard(future: asyncio.Future[Any]) -> None:
+    """Settle a future nobody will await: cancel it, or read the exception it already holds."""
+    if not future.cancel() and not future.cancelled():
+        future.exception()

@@ -239,3 +239,28 @@ async def test_a_subscription_is_bounded() -> None:
     async with fake_client() as (client, _):
         with pytest.raises(ValueError, match="at least one"):
             client.subscribe(maxsize=0)
+
+
+@asyncio_test
+async def test_a_request_to_a_server_that_is_gone_leaves_no_unretrieved_future() -> None:
+    # The server exited before the request was written (issue 17 item 2: a staged server that quits
+    # before answering initialize): the caller gets ServerClosed, and asyncio reports nothing later.
+    import gc
+    import os
+
+    loop = asyncio.get_running_loop()
+    reported: list[str] = []
+    loop.set_exception_handler(lambda _loop, context: reported.append(str(context.get("message"))))
+    read_end, write_end = os.pipe()
+    os.close(read_end)  # nobody will ever read what is written
+    transport, protocol = await loop.connect_write_pipe(
+        asyncio.streams.FlowControlMixin, os.fdopen(write_end, "wb", buffering=0)
+    )
+    writer = asyncio.StreamWriter(transport, protocol, None, loop)
+    client = LspClient(asyncio.StreamReader(), writer, peer="a server that exited")
+    with pytest.raises(ServerClosed):
+        await client.request("initialize", {"capabilities": {}})
+    await client.aclose()
+    gc.collect()
+    await asyncio.sleep(0)
+    assert reported == []
