@@ -58,19 +58,23 @@ from kandev_lsp.broker.leases import (
     ControlKind,
     EndAttachment,
     LeaseBook,
+    LeaseCounts,
     Outcome,
+    ReclaimTicket,
     RejectWaiting,
     ReleaseReason,
     StartUpstream,
 )
 from kandev_lsp.broker.logs import log_transitions
 from kandev_lsp.broker.peer import ConfigurationAnswerer, LeasePeer, PeerOutput
+from kandev_lsp.broker.upstream import UpstreamOptions, connect_upstream
 from kandev_lsp.protocol.jsonrpc import notification
 from kandev_lsp.session import log_event
 from kandev_lsp.stream.contract import stop_frame
-from websockets.asyncio.client import ClientConnection, connect
+from kandev_lsp.stream.websocket import close_within
+from websockets.asyncio.client import ClientConnection
 from websockets.asyncio.server import ServerConnection
-from websockets.exceptions import ConnectionClosed, InvalidHandshake, InvalidURI
+from websockets.exceptions import ConnectionClosed
 from websockets.protocol import State
 
 __all__ = ["LeaseMode", "LeaseModeConfig"]
@@ -233,6 +237,36 @@ class LeaseMode:
         self._leases: dict[str, _Lease] = {}
         self._timers: dict[str, asyncio.TimerHandle] = {}
         self._waiting: dict[str, asyncio.Future[int | None]] = {}
+        self._upstream_options = UpstreamOptions(
+            self.config.connect_timeout,
+            self.config.max_message,
+            self.config.ping_interval,
+            self.config.close_timeout,
+        )
+
+    # --- the route's interface (BrokerMode) ------------------------------------------------------
+
+    #: An execution replaced in or removed from the directory ends its leases (K12.6).
+    follows_directory = True
+
+    def counts(self) -> LeaseCounts:
+        return self.book.counts()
+
+    def is_pinned(self, execution: str) -> bool:
+        return self.book.is_pinned(execution)
+
+    def begin_reclaim(self, execution: str) -> ReclaimTicket | None:
+        return self.book.begin_reclaim(execution)
+
+    def confirm_reclaim(self, ticket: ReclaimTicket) -> bool:
+        return self.book.confirm_reclaim(ticket)
+
+    def end_reclaim(self, ticket: ReclaimTicket) -> None:
+        self.book.end_reclaim(ticket)
+
+    def executions_gone(self, executions: Iterable[str]) -> None:
+        for execution in executions:
+            self.perform(self.book.close_execution(execution))
 
     # --- a client --------------------------------------------------------------------------------
 
@@ -442,7 +476,7 @@ class LeaseMode:
     async def _run_upstream(self, lease: _Lease) -> None:
         """Connect, relay install frames until ready, then read every message for the lease's life."""
         try:
-            lease.upstream = await self._connect(lease)
+            lease.upstream = await connect_upstream(lease.execution, lease.query, self._upstream_options)
             if lease.upstream is None:
                 lease.end_code = BrokerCloseCode.SESSION_UNAVAILABLE
                 return
@@ -483,24 +517,6 @@ class LeaseMode:
             lease.ended.set()
             self.perform(self.book.upstream_ended(lease.lease_id))
             self._leases.pop(lease.lease_id, None)
-
-    async def _connect(self, lease: _Lease) -> ClientConnection | None:
-        from kandev_lsp.broker.route import upstream_url
-
-        try:
-            async with asyncio.timeout(self.config.connect_timeout):
-                return await connect(
-                    upstream_url(lease.execution, lease.query),
-                    additional_headers={"Authorization": f"Bearer {lease.execution.token}"},
-                    max_size=self.config.max_message,
-                    compression=None,
-                    ping_interval=self.config.ping_interval,
-                    close_timeout=self.config.close_timeout,
-                    open_timeout=None,
-                )
-        except (OSError, TimeoutError, InvalidHandshake, InvalidURI) as exc:
-            log_event(log, "upstream_unavailable", logging.WARNING, error=type(exc).__name__)
-            return None
 
     def _deliver(self, lease: _Lease, out: PeerOutput) -> None:
         self._to_server(lease, out)
@@ -568,7 +584,7 @@ class LeaseMode:
                 await lease.ended.wait()  # serve closes once the server's tree is reaped
         if not lease.ended.is_set():
             lease.closed_by_broker = True  # serve then stops the tree, but nobody confirms it
-            await _close_upstream(upstream, self.config.write_timeout)
+            await close_within(upstream, 1000, "", self.config.write_timeout)
 
     # --- an execution's end (K12.20, K13.4) --------------------------------------------------------
 
@@ -606,16 +622,4 @@ def _status_frame(raw: str | bytes) -> dict[str, Any] | None:
 
 
 async def _close(websocket: ServerConnection, code: int, deadline: float) -> None:
-    with contextlib.suppress(TimeoutError):
-        async with asyncio.timeout(deadline):
-            await websocket.close(code, CLOSE_REASONS.get(code, ""))
-    if websocket.state is not State.CLOSED:
-        websocket.transport.abort()
-
-
-async def _close_upstream(upstream: ClientConnection, deadline: float) -> None:
-    with contextlib.suppress(TimeoutError):
-        async with asyncio.timeout(deadline):
-            await upstream.close()
-    if upstream.state is not State.CLOSED:
-        upstream.transport.abort()
+    await close_within(websocket, code, CLOSE_REASONS.get(code, ""), deadline)

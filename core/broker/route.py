@@ -8,11 +8,11 @@ is shown only the headers sent once (:mod:`kandev_lsp.stream.handshake`, the sam
 After the upgrade: the execution directory (4002 / 4004), the capacity cap (4005), the upstream
 connection to the execution's ``serve`` with its token (4002 when it fails), then the relay.
 
-With browser continuity **off** (K11.6, K18.2) the route is a plain authenticated proxy: one upstream
-per client, frames relayed both ways unchanged (text stays text, binary stays binary), the upstream's
-close code forwarded except codes no close frame may carry (4009), and the client's departure closing
-the upstream (which stops the server). With it **on**, clients are carried by
-:class:`~kandev_lsp.broker.lease_mode.LeaseMode` over a :class:`~kandev_lsp.broker.leases.LeaseBook`.
+The route hands each accepted client to its mode through one small interface
+(:class:`~kandev_lsp.broker.modes.BrokerMode`): with browser continuity **off** (K11.6, K18.2) the plain
+authenticated proxy (:class:`~kandev_lsp.broker.proxy_mode.ProxyMode`), with it **on** the leases
+(:class:`~kandev_lsp.broker.lease_mode.LeaseMode` over a :class:`~kandev_lsp.broker.leases.LeaseBook`).
+The modes never import the route.
 """
 
 from __future__ import annotations
@@ -26,30 +26,29 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from http import HTTPStatus
 from typing import Final
-from urllib.parse import parse_qs, urlencode, urlsplit
+from urllib.parse import parse_qs, urlsplit
 
 from kandev_lsp.broker.auth import Authorizer, Caller, CallerRequest
 from kandev_lsp.broker.closecodes import (
     CLOSE_REASONS,
     BrokerCloseCode,
-    proxy_close_for_upstream,
     refusal_close,
 )
 from kandev_lsp.broker.config import DEFAULT_DETACH_TIMEOUT, DEFAULT_MAX_CONNECTIONS
-from kandev_lsp.broker.contract import BadBrokerRequest, BrokerQuery, parse_broker_path, parse_broker_query
+from kandev_lsp.broker.contract import BadBrokerRequest, parse_broker_path, parse_broker_query
 from kandev_lsp.broker.directory import DirectoryError, Execution, ExecutionDirectory, replaced_executions
 from kandev_lsp.broker.lease_mode import LeaseMode, LeaseModeConfig, SuppressedProviders
 from kandev_lsp.broker.leases import (
     LeaseBook,
     LeaseConfig,
-    LeaseCounts,
-    ReclaimFences,
     ReclaimTicket,
     ReleaseReason,
 )
 from kandev_lsp.broker.metrics import CONTENT_TYPE, BrokerMetrics
+from kandev_lsp.broker.modes import BrokerMode
 from kandev_lsp.broker.peer import ConfigurationAnswerer
 from kandev_lsp.broker.plain_http import plain_http_connection
+from kandev_lsp.broker.proxy_mode import ProxyConfig, ProxyMode
 from kandev_lsp.broker.ticket_route import TicketRoute
 from kandev_lsp.broker.tickets import (
     DEFAULT_TICKET_CAPACITY,
@@ -60,15 +59,14 @@ from kandev_lsp.broker.tickets import (
     presented_ticket,
     select_subprotocol,
 )
+from kandev_lsp.broker.upstream import UpstreamOptions
 from kandev_lsp.session import log_event
 from kandev_lsp.stream.handshake import Refusal, refuse, repeated_refusal, single_headers, unauthorized
 from kandev_lsp.stream.origins import OriginPolicy
-from websockets.asyncio.client import ClientConnection, connect
+from kandev_lsp.stream.websocket import close_within
 from websockets.asyncio.server import Server, ServerConnection, serve
 from websockets.datastructures import Headers
-from websockets.exceptions import ConnectionClosed, InvalidHandshake, InvalidURI
 from websockets.http11 import Request, Response
-from websockets.protocol import State
 from websockets.typing import Subprotocol
 
 __all__ = ["METRICS_ROUTE", "BrokerConfig", "BrokerServer"]
@@ -137,14 +135,6 @@ def _refuse(connection: ServerConnection, refusal: Refusal, **fields: object) ->
     return refuse(connection, refusal)
 
 
-def upstream_url(execution: Execution, query: BrokerQuery) -> str:
-    """serve's stream URL for this client: its language and install choice, nothing else (the lease
-    hint never leaves the broker)."""
-    separator = "&" if "?" in execution.stream_url else "?"
-    params = {"language": query.language, "autoInstall": "1" if query.auto_install else "0"}
-    return f"{execution.stream_url}{separator}{urlencode(params)}"
-
-
 class BrokerServer:
     """Serves ``/lsp/{sessionId}`` and ``/metrics``. Use ``async with BrokerServer(...) as broker``.
 
@@ -181,18 +171,15 @@ class BrokerServer:
         self.tickets = TicketBook(self.config.ticket_ttl, self.config.ticket_capacity, clock=time.monotonic)
         self._ticket_route = TicketRoute(self.tickets, authorizer, self._origins)
         self._server: Server | None = None
-        self._proxied = 0
-        #: Proxy mode: the open proxied clients by execution (each pins it, K13.1) and the fences.
-        self._proxies: dict[str, set[ServerConnection]] = {}
-        self._proxy_done: dict[ServerConnection, asyncio.Event] = {}
-        self._fences = ReclaimFences()
         self._watcher: asyncio.Task[None] | None = None
+        #: Lease mode, when the switch is on (the lease manager exists only then, K18.2).
         self.leases: LeaseMode | None = None
-        if self.config.continuity:  # the lease manager exists only with the switch on (K18.2)
+        self.mode: BrokerMode
+        if self.config.continuity:
             book = LeaseBook(
                 LeaseConfig(self.config.capacity, self.config.detach_timeout), clock=time.monotonic
             )
-            self.leases = LeaseMode(
+            self.mode = self.leases = LeaseMode(
                 book,
                 LeaseModeConfig(
                     write_timeout=self.config.write_timeout,
@@ -206,11 +193,22 @@ class BrokerServer:
                 configuration=configuration,
                 suppressed_providers=suppressed_providers,
             )
-        self.metrics = BrokerMetrics(book.counts if self.leases is not None else self._counts)
-
-    def _counts(self) -> LeaseCounts:
-        # Proxy mode has no leases: each proxied connection holds a slot while it is open.
-        return LeaseCounts(self._proxied, 0, self.config.capacity, 0, dict.fromkeys(ReleaseReason, 0))
+        else:
+            self.mode = ProxyMode(
+                ProxyConfig(
+                    self.config.capacity,
+                    self.config.write_timeout,
+                    self.config.close_timeout,
+                    UpstreamOptions(
+                        self.config.connect_timeout,
+                        self.config.max_message,
+                        self.config.ping_interval,
+                        self.config.close_timeout,
+                        max_queue=2,
+                    ),
+                )
+            )
+        self.metrics = BrokerMetrics(self.mode.counts)
 
     # Reclaim integration (K13) -------------------------------------------------------------------------
     # For an orchestrator that reclaims idle task hosts. Both modes: with continuity on a lease (attached,
@@ -218,30 +216,21 @@ class BrokerServer:
 
     def is_pinned(self, execution: str) -> bool:
         """Whether ``execution`` must be treated as live work: a reclaim would cut a client off (K13.1)."""
-        if self.leases is not None:
-            return self.leases.book.is_pinned(execution)
-        return bool(self._proxies.get(execution))
+        return self.mode.is_pinned(execution)
 
     def begin_reclaim(self, execution: str) -> ReclaimTicket | None:
         """Fence ``execution`` for a reclaim: ``None`` (refused) while it is pinned. While the fence is
         held, every client of the execution is refused with 4002 before anything starts. Recheck with
         :meth:`confirm_reclaim` just before cleanup; always finish with :meth:`end_reclaim` (K13.3)."""
-        if self.leases is not None:
-            return self.leases.book.begin_reclaim(execution)
-        return self._fences.begin(execution, pinned=self.is_pinned(execution))
+        return self.mode.begin_reclaim(execution)
 
     def confirm_reclaim(self, ticket: ReclaimTicket) -> bool:
         """True only while ``ticket``'s fence is the current one and nothing pins its execution."""
-        if self.leases is not None:
-            return self.leases.book.confirm_reclaim(ticket)
-        return self._fences.confirm(ticket, pinned=self.is_pinned(ticket.execution))
+        return self.mode.confirm_reclaim(ticket)
 
     def end_reclaim(self, ticket: ReclaimTicket) -> None:
         """Drop the fence (reclaim done or given up); a stale ticket does nothing."""
-        if self.leases is not None:
-            self.leases.book.end_reclaim(ticket)
-        else:
-            self._fences.end(ticket)
+        self.mode.end_reclaim(ticket)
 
     async def close_execution(
         self, execution: str, reason: ReleaseReason = ReleaseReason.RUNTIME_STOP
@@ -249,19 +238,7 @@ class BrokerServer:
         """An explicit task stop wins (K13.4, K12.20): close every lease (or proxied connection) of
         ``execution``, attached clients with 4002, and return once their upstreams are closed (each
         serve then stops its server), bounded by the stop deadlines. Returns how many were closed."""
-        if self.leases is not None:
-            return await self.leases.close_execution(execution, reason)
-        clients = list(self._proxies.get(execution, ()))
-        done = [self._proxy_done[client] for client in clients if client in self._proxy_done]
-        for client in clients:
-            await self._close(client, BrokerCloseCode.SESSION_UNAVAILABLE)
-        if done:
-            waits = [asyncio.ensure_future(event.wait()) for event in done]
-            await asyncio.wait(waits, timeout=self.config.close_timeout + self.config.write_timeout + 2)
-            for waiting in waits:
-                waiting.cancel()
-        log_event(log, "execution_closed", reason=reason.value, connections=len(clients))
-        return len(clients)
+        return await self.mode.close_execution(execution, reason)
 
     # Lifetime -----------------------------------------------------------------------------------------
     async def start(self) -> None:
@@ -280,20 +257,20 @@ class BrokerServer:
             server_header=None,
         )
         listing = getattr(self._directory, "executions", None)
-        if self.leases is not None and callable(listing):
+        if self.mode.follows_directory and callable(listing):
             self._watcher = asyncio.create_task(self._watch_directory(listing))
         log_event(log, "broker_listening", url=self.url, continuity=int(self.config.continuity))
 
     async def _watch_directory(self, listing: Callable[[], Mapping[str, Execution]]) -> None:
-        """End the leases of executions that were replaced or removed from the directory (K12.6)."""
-        assert self.leases is not None
+        """Tell the mode about executions replaced in or removed from the directory (K12.6)."""
         known = dict(listing())
         while True:
             await asyncio.sleep(self.config.directory_poll_interval)
             current = dict(listing())
-            for execution in sorted(replaced_executions(known, current)):
+            gone = sorted(replaced_executions(known, current))
+            for execution in gone:
                 log_event(log, "execution_gone", executor=known[execution].executor)
-                self.leases.perform(self.leases.book.close_execution(execution))
+            self.mode.executions_gone(gone)
             known = current
 
     async def __aenter__(self) -> BrokerServer:
@@ -310,8 +287,7 @@ class BrokerServer:
             self._watcher.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await self._watcher
-        if self.leases is not None:
-            await self.leases.aclose()
+        await self.mode.aclose()
         if self._server is not None:
             self._server.close(reason=CLOSE_REASONS[BrokerCloseCode.GOING_AWAY])
             await self._server.wait_closed()
@@ -421,117 +397,9 @@ class BrokerServer:
             log_event(log, "connection_refused", logging.WARNING, code=exc.code, detail=str(exc))
             await self._close(client, exc.code)
             return
-        if self.leases is not None:
-            caller = self._callers.pop(client, None)
-            owner = caller.owner if caller is not None else ""
-            await self.leases.serve_client(client, execution, query, owner)
-            return
-        if self._fences.held(execution.id):  # being reclaimed: nothing may start on it (K13.3)
-            log_event(
-                log, "connection_refused", logging.WARNING, code=int(BrokerCloseCode.SESSION_UNAVAILABLE)
-            )
-            await self._close(client, BrokerCloseCode.SESSION_UNAVAILABLE)
-            return
-        if self._proxied >= self.config.capacity:
-            log_event(log, "connection_refused", logging.WARNING, code=int(BrokerCloseCode.CAPACITY))
-            await self._close(client, BrokerCloseCode.CAPACITY)
-            return
-        self._proxied += 1
-        pins = self._proxies.setdefault(execution.id, set())
-        pins.add(client)
-        self._proxy_done[client] = done = asyncio.Event()
-        try:
-            await self._proxy(client, execution, query)
-        finally:
-            self._proxied -= 1
-            pins.discard(client)
-            if not pins and self._proxies.get(execution.id) is pins:
-                del self._proxies[execution.id]
-            del self._proxy_done[client]
-            done.set()
+        caller = self._callers.pop(client, None)
+        await self.mode.serve_client(client, execution, query, caller.owner if caller is not None else "")
 
     async def _close(self, client: ServerConnection, code: int, reason: str | None = None) -> None:
         text = CLOSE_REASONS.get(code, "") if reason is None else reason
-        with contextlib.suppress(TimeoutError):
-            async with asyncio.timeout(self.config.write_timeout):
-                await client.close(code, text)
-        if client.state is not State.CLOSED:
-            client.transport.abort()
-
-    async def _connect(self, execution: Execution, query: BrokerQuery) -> ClientConnection | None:
-        try:
-            async with asyncio.timeout(self.config.connect_timeout):
-                return await connect(
-                    upstream_url(execution, query),
-                    additional_headers={"Authorization": f"Bearer {execution.token}"},
-                    max_size=self.config.max_message,
-                    max_queue=2,
-                    compression=None,
-                    ping_interval=self.config.ping_interval,
-                    close_timeout=self.config.close_timeout,
-                    open_timeout=None,
-                )
-        except (OSError, TimeoutError, InvalidHandshake, InvalidURI) as exc:
-            # The exception's text may hold the URL; its type is enough to act on.
-            log_event(log, "upstream_unavailable", logging.WARNING, error=type(exc).__name__)
-            return None
-
-    async def _proxy(self, client: ServerConnection, execution: Execution, query: BrokerQuery) -> None:
-        upstream = await self._connect(execution, query)
-        if upstream is None:
-            await self._close(client, BrokerCloseCode.SESSION_UNAVAILABLE)
-            return
-        log_event(log, "proxy_open", language=query.language[:32], executor=execution.executor)
-        to_upstream = asyncio.create_task(self._relay(client, upstream))
-        to_client = asyncio.create_task(self._relay(upstream, client))
-        try:
-            await asyncio.wait({to_upstream, to_client}, return_when=asyncio.FIRST_COMPLETED)
-        finally:
-            for task in (to_upstream, to_client):
-                task.cancel()
-            results = await asyncio.gather(to_upstream, to_client, return_exceptions=True)
-        stalled = any(result is False for result in results)
-        if client.state in (State.CLOSING, State.CLOSED):
-            # The client left: closing the upstream makes serve stop the server.
-            await self._close_upstream(upstream)
-        elif stalled:
-            # A peer stopped reading for the write deadline: a transport failure (K16.4).
-            await self._close_upstream(upstream)
-            await self._close(client, BrokerCloseCode.CONNECTION_FAILED)
-        else:
-            # The upstream ended: forward its verdict, normalized (K16.5).
-            with contextlib.suppress(TimeoutError):
-                async with asyncio.timeout(self.config.close_timeout):
-                    await upstream.wait_closed()
-            code = proxy_close_for_upstream(upstream.close_code)
-            await self._close(client, code, upstream.close_reason if code == upstream.close_code else None)
-        log_event(
-            log,
-            "proxy_close",
-            language=query.language[:32],
-            code=client.close_code,
-            upstream=upstream.close_code,
-            stalled=int(stalled),
-        )
-
-    async def _close_upstream(self, upstream: ClientConnection) -> None:
-        with contextlib.suppress(TimeoutError):
-            async with asyncio.timeout(self.config.write_timeout):
-                await upstream.close()
-        if upstream.state is not State.CLOSED:
-            upstream.transport.abort()
-
-    async def _relay(
-        self, source: ServerConnection | ClientConnection, sink: ServerConnection | ClientConnection
-    ) -> bool:
-        """Copy messages until ``source`` closes (True) or a write to ``sink`` misses its deadline (False).
-        A closed ``sink`` also ends the relay (True): the other direction reports why."""
-        try:
-            async for message in source:
-                async with asyncio.timeout(self.config.write_timeout):
-                    await sink.send(message)
-        except TimeoutError:
-            return False
-        except ConnectionClosed:
-            pass
-        return True
+        await close_within(client, code, text, self.config.write_timeout)
