@@ -9,9 +9,14 @@ Built-in plugins (the entry points of the kandev-lsp distribution itself) are lo
 keeps its language ids whatever a third-party entry point is called: a later duplicate is the one skipped.
 Two languages that claim the same LSP ``languageId`` both load, with a warning in :attr:`PluginHost.warnings`.
 
+Problems and warnings found while loading are data the loader reports (:attr:`PluginHost.problems`,
+:attr:`PluginHost.warnings`), not log records: ``kandev-lsp`` prints each once. A hook that raises later is
+logged as a warning on ``kandev_lsp.hooks`` too, since no loader is there to report it.
+
 Environment switches (read from the agent's environment when the host is created):
 
-* ``KANDEV_LSP_DISABLE_PLUGINS=name,name``: do not load these plugins (by entry-point name).
+* ``KANDEV_LSP_DISABLE_PLUGINS=name,name``: do not load these plugins (by entry-point name); a name no
+  installed plugin has is a warning in :attr:`PluginHost.warnings` (a typo must not pass for a switch).
 * ``KANDEV_LSP_TRACE_HOOKS=1``: log every hook call (hook, plugin, result type; never arguments, which
   carry task environments) to stderr.
 """
@@ -153,12 +158,22 @@ class PluginHost:
         environ = os.environ if environ is None else environ
         host = cls(trace=environ.get(TRACE_ENV, "") not in ("", "0", "false"))
         blocked = {name.strip() for name in environ.get(DISABLE_ENV, "").split(",") if name.strip()}
-        points = entrypoints.entry_points(ENTRY_POINT_GROUP) if entry_points is None else entry_points
-        for point in sorted(points, key=lambda p: (not is_builtin(p), p.name)):
+        points = sorted(
+            entrypoints.entry_points(ENTRY_POINT_GROUP) if entry_points is None else entry_points,
+            key=lambda p: (not is_builtin(p), p.name),
+        )
+        for point in points:
             if point.name in blocked:
                 host.disabled.append(point.name)
                 continue
             host.load_entry_point(point)
+        unmatched = sorted(blocked - {point.name for point in points})
+        if unmatched:  # a typo would otherwise leave the plugin it meant loaded, without a word
+            names = ", ".join(dict.fromkeys(point.name for point in points)) or "none"
+            host.warnings.append(
+                f"{DISABLE_ENV} names {', '.join(map(repr, unmatched))}, but no installed plugin has that "
+                f"entry-point name, so nothing was disabled for it; the plugins are: {names}"
+            )
         return host
 
     def load_entry_point(self, point: entrypoints.EntryPointLike) -> bool:
@@ -228,7 +243,6 @@ class PluginHost:
                     f"language_ids, or disable one plugin with {DISABLE_ENV}."
                 )
                 self.warnings.append(warning)
-                _trace_log().warning("%s", warning)
 
     def _declared_languages(self, plugin: object) -> list[LanguageSpec]:
         declared: list[LanguageSpec] = []
@@ -267,9 +281,16 @@ class PluginHost:
             self._pm.unregister(plugin)
 
     def _problem(self, plugin: str, phase: str, error: str) -> None:
+        """Record a problem. One found while loading is the loader's to report (from :attr:`problems`,
+        in its own words: the CLI's warning lines, ``plugins``, ``doctor``); logging it as well printed
+        it twice, once through logging's last-resort handler. One raised by a hook later has nobody
+        else to tell, so it is logged as a warning."""
         problem = PluginProblem(plugin, phase, error)
         self.problems.append(problem)
-        _trace_log().warning("%s", problem)
+        if phase != "load":
+            _trace_log().warning("%s", problem)
+        elif _tracing():
+            _trace_log().debug("%s", problem)
 
     # Introspection -----------------------------------------------------------------------------------
     def languages(self) -> dict[str, LanguageSpec]:

@@ -1,7 +1,11 @@
 """The user's settings file and the per-language settings servers see.
 
 The file is JSON (default: ``<platformdirs user config dir>/kandev-lsp/settings.json``; overridden by
-``--settings`` or ``KANDEV_LSP_SETTINGS``). A missing file means defaults. A file that is not valid JSON,
+``--settings`` or ``KANDEV_LSP_SETTINGS``). A missing default file means defaults. A file named on purpose
+(``--settings``, ``KANDEV_LSP_SETTINGS``, a path given to :func:`load_settings`) that does not exist is an
+error for a command that reads it once (a typo would otherwise pass for settings that applied); a live
+:class:`SettingsFile` starts with the defaults instead, logs a warning, and reads the file once it appears,
+as it reads every later change. A file that is not valid JSON,
 or a value of the wrong type, is an error naming the file and the field, so a typo is never silently
 ignored; the one exception is ``lsp_status_location``, a cosmetic choice that falls back to ``toolbar``.
 
@@ -73,6 +77,8 @@ class UserSettings:
     release_metadata_urls: Mapping[str, str] = field(default_factory=dict)
     #: Code-intelligence tools turned off (``kandev-lsp mcp`` neither lists nor runs them; B9.1).
     disabled_tools: tuple[str, ...] = ()
+    #: The file these settings were read from; None when no file was read (the defaults).
+    path: str | None = None
 
     def server_config(self, language: str) -> Mapping[str, Any]:
         return self.server_configs.get(language, {})
@@ -106,6 +112,26 @@ class UserSettings:
             "lsp_release_metadata_urls": dict(self.release_metadata_urls),
             "lsp_disabled_tools": list(self.disabled_tools),
         }
+
+
+class SettingsFileMissing(SettingsError):
+    """A settings file that was named on purpose does not exist."""
+
+    def __init__(self, path: str, named_by: str | None) -> None:
+        self.path = path
+        by = f" (named by {named_by})" if named_by else ""
+        super().__init__(
+            f"settings file {path}{by} does not exist, so nothing in it could apply. Fix the name, create "
+            "the file (`{}` holds the defaults), or name none to use the default file"
+        )
+
+
+def settings_path(path: str | None = None, environ: Mapping[str, str] | None = None) -> tuple[str, bool]:
+    """The settings file to read, and whether it was named on purpose: ``path`` (its caller's, e.g.
+    ``--settings``), else ``KANDEV_LSP_SETTINGS``, else the per-user default (not named: it may be absent)."""
+    environ = os.environ if environ is None else environ
+    chosen = path or environ.get(SETTINGS_ENV)
+    return (chosen, True) if chosen else (default_settings_path(environ), False)
 
 
 def default_settings_path(environ: Mapping[str, str] | None = None) -> str:
@@ -165,7 +191,11 @@ def _kind(value: Any) -> str:
 
 
 def parse_settings(
-    data: Any, *, where: str = "settings", known: Mapping[str, LanguageSpec] | None = None
+    data: Any,
+    *,
+    where: str = "settings",
+    known: Mapping[str, LanguageSpec] | None = None,
+    path: str | None = None,
 ) -> UserSettings:
     """Validate a decoded settings object.
 
@@ -236,28 +266,36 @@ def parse_settings(
         ignored_languages=ignored,
         release_metadata_urls=metadata_urls,
         disabled_tools=tuple(disabled_tools),
+        path=path,
     )
 
 
 def load_settings(
     path: str | None = None, *, known: Mapping[str, LanguageSpec] | None = None
 ) -> UserSettings:
-    """Read and validate the settings file; a missing file gives the defaults."""
-    path = path or default_settings_path()
+    """Read and validate the settings file: ``path``, else ``KANDEV_LSP_SETTINGS``, else the per-user
+    default. A missing default file gives the defaults.
+
+    :raises SettingsFileMissing: a file named on purpose (``path`` or ``KANDEV_LSP_SETTINGS``) is missing.
+    :raises SettingsError: the file cannot be read, is not JSON, or holds an invalid field.
+    """
+    chosen, named = settings_path(path)
     try:
-        with open(path, encoding="utf-8") as handle:
+        with open(chosen, encoding="utf-8") as handle:
             text = handle.read()
     except FileNotFoundError:
+        if named:
+            raise SettingsFileMissing(chosen, None if path else SETTINGS_ENV) from None
         return UserSettings(source=None)
     except OSError as exc:
-        raise SettingsError(f"cannot read settings file {path}: {exc.strerror}") from exc
+        raise SettingsError(f"cannot read settings file {chosen}: {exc.strerror}") from exc
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
         raise SettingsError(
-            f"settings file {path} is not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}"
+            f"settings file {chosen} is not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}"
         ) from exc
-    return parse_settings(data, where=f"settings file {path}", known=known)
+    return parse_settings(data, where=f"settings file {chosen}", known=known, path=chosen)
 
 
 class SettingsFile:
@@ -266,16 +304,18 @@ class SettingsFile:
     A file that turns invalid while servers run keeps the last good settings and records the error in
     :attr:`error`, so a half-saved edit never wipes live configuration. Languages no plugin here
     provides are logged once per distinct warning (at start and when a reload names new ones), not on
-    every reload.
+    every reload. A missing file means the defaults until it appears; one named on purpose (``path``,
+    ``KANDEV_LSP_SETTINGS``) that is missing at the start is logged as a warning (``settings_file_missing``),
+    since a misspelt name would otherwise look like settings that apply.
     """
 
     def __init__(self, path: str | None = None, *, known: Mapping[str, LanguageSpec] | None = None) -> None:
-        self.path = path or default_settings_path()
+        self.path, named = settings_path(path)
         self._known = known
         self._stamp: tuple[int, int] | None = None
         self.error: SettingsError | None = None
         self._warned: set[str] = set()
-        self._settings = self._read_initial()
+        self._settings = self._read_initial(named)
         self._warn_once(self._settings)
 
     def _warn_once(self, settings: UserSettings) -> None:
@@ -298,9 +338,23 @@ class SettingsFile:
             return None
         return (info.st_mtime_ns, info.st_size)
 
-    def _read_initial(self) -> UserSettings:
+    def _read_initial(self, named: bool) -> UserSettings:
         self._stamp = self._stat()
-        return load_settings(self.path, known=self._known)
+        settings = self._read()
+        if named and self._stamp is None:
+            log.warning(
+                "event=settings_file_missing path=%s detail=%s",
+                json.dumps(self.path),  # a name someone typed: escaped
+                '"named on purpose but absent: the defaults apply until it is created (re-read live)"',
+            )
+        return settings
+
+    def _read(self) -> UserSettings:
+        """The file's settings; the defaults while it does not exist (yet, or any more)."""
+        try:
+            return load_settings(self.path, known=self._known)
+        except SettingsFileMissing:
+            return UserSettings()
 
     def current(self) -> tuple[UserSettings, bool]:
         """The settings now, and whether they changed since the last call."""
@@ -309,7 +363,7 @@ class SettingsFile:
             return self._settings, False
         self._stamp = stamp
         try:
-            fresh = load_settings(self.path, known=self._known)
+            fresh = self._read()
         except SettingsError as exc:
             self.error = exc
             return self._settings, False

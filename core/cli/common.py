@@ -86,12 +86,13 @@ def settings_report(args: argparse.Namespace, known: Mapping[str, LanguageSpec])
     Never raises for a bad file: doctor reports it (``error``) instead of stopping.
     """
     from kandev_lsp.errors import SettingsError
-    from kandev_lsp.settings import default_settings_path, load_settings
+    from kandev_lsp.settings import load_settings, settings_path
 
-    path = getattr(args, "settings", None) or default_settings_path()
+    named = getattr(args, "settings", None)
+    path, _ = settings_path(named)
     report: dict[str, Any] = {"file": path, "present": os.path.exists(path), "error": None}
     try:
-        settings = load_settings(path, known=known)
+        settings = load_settings(named, known=known)
     except SettingsError as exc:
         report["error"] = str(exc)
         return report | {"ignoredLanguages": {}, "warnings": []}
@@ -154,11 +155,14 @@ def task_from_args(args: argparse.Namespace) -> Task:
     return Task(os.path.abspath(workspace) if not host.is_windows else workspace, env)
 
 
-def load_plugins() -> PluginHost:
-    """Plugins from entry points; load problems go to stderr so they are never silent."""
+def load_plugins(*, report: bool = True) -> PluginHost:
+    """Plugins from entry points. Their load problems and warnings go to stderr, once each, so they are
+    never silent; ``report=False`` is for the commands that list them in their own output (``plugins``,
+    ``doctor``)."""
     plugins = PluginHost.load()
-    for problem in plugins.problems:
-        print(f"kandev-lsp: warning: {problem}", file=sys.stderr)
+    if report:
+        for message in [*map(str, plugins.problems), *plugins.warnings]:
+            print(f"kandev-lsp: warning: {message}", file=sys.stderr)
     return plugins
 
 

@@ -43,7 +43,7 @@ def run_doctor(args: argparse.Namespace) -> int:
     from kandev_lsp.probe import run_briefly
     from kandev_lsp.resolver import Resolver
 
-    plugins = load_plugins()
+    plugins = load_plugins(report=False)  # listed in the report
     task = task_from_args(args)
     resolver = Resolver(plugins)
     # Version probes are kandev-lsp's own runs: a launcher's `#!/usr/bin/env node` must not find a node

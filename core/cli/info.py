@@ -23,7 +23,8 @@ def add_info_parsers(subparsers: argparse._SubParsersAction[argparse.ArgumentPar
         "config",
         help="show the settings a server of LANG receives (plugin defaults + your lsp_server_configs)",
         description="Print the merged per-language settings, and optionally the answer to one "
-        "workspace/configuration section, exactly as a running server would receive them.",
+        "workspace/configuration section, exactly as a running server would receive them (--json: one "
+        "object with settingsFile, the path of the settings file read, and settingsFilePresent).",
     )
     config.add_argument("language", metavar="LANG")
     config.add_argument(
@@ -60,7 +61,7 @@ def run_languages(args: argparse.Namespace) -> int:
 
 
 def run_plugins(args: argparse.Namespace) -> int:
-    plugins = load_plugins()
+    plugins = load_plugins(report=False)  # listed below
     infos = plugins.plugins()
     if args.json:
         print_json(
@@ -88,13 +89,15 @@ def run_plugins(args: argparse.Namespace) -> int:
         print(f"    hooks: {', '.join(info.hooks)}")
     for name in plugins.disabled:
         print(f"{name}: disabled by KANDEV_LSP_DISABLE_PLUGINS")
+    for problem in plugins.problems:
+        print(f"problem: {problem}")
     for warning in plugins.warnings:
         print(f"warning: {warning}")
     return 1 if plugins.problems else 0
 
 
 def run_config(args: argparse.Namespace) -> int:
-    from kandev_lsp.settings import language_settings
+    from kandev_lsp.settings import language_settings, settings_path
 
     plugins = load_plugins()
     spec = plugins.language(args.language)
@@ -105,10 +108,25 @@ def run_config(args: argparse.Namespace) -> int:
         "language": spec.id,
         "settings": settings,
         "initializationOptions": init_options,
-        "settingsFile": user.source,
+        "settingsFile": settings_path(args.settings)[0],
+        "settingsFilePresent": user.path is not None,
     }
     if args.section is not None:
         data["section"] = args.section
         data["answer"] = plugins.configuration_item(spec, settings, args.section, None)
-    print_json(data)
+    if args.json:
+        print_json(data)
+        return 0
+    state = "" if data["settingsFilePresent"] else " (absent: plugin defaults only)"
+    print(f"{spec.display_name} ({spec.id}), settings file {data['settingsFile']}{state}")
+    print(f"settings: {_compact(settings)}")
+    print(f"initializationOptions: {_compact(init_options)}")
+    if args.section is not None:
+        print(f"workspace/configuration {args.section!r} -> {_compact(data['answer'])}")
     return 0
+
+
+def _compact(value: Any) -> str:
+    import json
+
+    return json.dumps(value, sort_keys=True)

@@ -108,7 +108,7 @@ def test_languages_and_config(tmp_path: Path) -> None:
     settings = tmp_path / "settings.json"
     settings.write_text(json.dumps({"lsp_server_configs": {"go": {"gopls": {"staticcheck": True}}}}))
     shown = json.loads(
-        cli("config", "go", "--settings", str(settings), "--section", "go.gopls.staticcheck").stdout
+        cli("config", "go", "--json", "--settings", str(settings), "--section", "go.gopls.staticcheck").stdout
     )
     assert shown["settings"] == {"ui.semanticTokens": True, "gopls": {"staticcheck": True}}
     assert shown["answer"] is True
@@ -245,7 +245,7 @@ def test_doctor_and_config_take_settings_and_ignore_languages_without_a_plugin(t
     settings.write_text(
         json.dumps({"lsp_auto_start_languages": ["c"], "lsp_server_configs": {"go": {"x": 1}, "c": {}}})
     )
-    shown = cli("config", "go", "--settings", str(settings))
+    shown = cli("config", "go", "--json", "--settings", str(settings))
     assert shown.returncode == 0, shown.stderr
     assert json.loads(shown.stdout)["settings"]["x"] == 1
     assert "no plugin on this host provides ['c']" in shown.stderr

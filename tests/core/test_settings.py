@@ -17,6 +17,7 @@ from kandev_lsp.host import PluginHost
 from kandev_lsp.settings import (
     ConfigurationAnswerer,
     SettingsFile,
+    SettingsFileMissing,
     default_settings_path,
     language_settings,
     load_settings,
@@ -35,10 +36,48 @@ def write(path: Path, data: Any) -> str:
     return str(path)
 
 
-def test_missing_file_gives_defaults(tmp_path: Path) -> None:
-    settings = load_settings(str(tmp_path / "absent.json"))
+def test_a_missing_default_file_gives_defaults(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("KANDEV_LSP_SETTINGS", raising=False)
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
+    settings = load_settings()
     assert settings.auto_start_languages == () and settings.status_location == "toolbar"
-    assert settings.source is None
+    assert settings.source is None and settings.path is None
+
+
+def test_a_missing_file_named_on_purpose_is_an_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``--settings typo.json`` must not pass for settings that applied (issue 17 item 10)."""
+    absent = str(tmp_path / "absent.json")
+    with pytest.raises(SettingsFileMissing, match=r"settings file .*absent\.json does not exist") as raised:
+        load_settings(absent)
+    assert raised.value.path == absent
+    monkeypatch.setenv("KANDEV_LSP_SETTINGS", absent)
+    with pytest.raises(SettingsFileMissing, match=r"\(named by KANDEV_LSP_SETTINGS\)"):
+        load_settings()
+
+
+def test_a_live_file_named_on_purpose_starts_with_defaults_warns_and_is_read_once_it_appears(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    path = tmp_path / "later.json"
+    caplog.set_level(logging.WARNING, logger="kandev_lsp.settings")
+    watched = SettingsFile(str(path))
+    [warning] = [r.getMessage() for r in caplog.records if "settings_file_missing" in r.getMessage()]
+    assert json.dumps(str(path)) in warning
+    settings, changed = watched.current()
+    assert not changed and settings.to_json() == parse_settings({}).to_json() and settings.path is None
+    write(path, {"lsp_server_configs": {"go": {"a": 1}}})
+    settings, changed = watched.current()
+    assert changed and settings.server_config("go") == {"a": 1} and settings.path == str(path)
+
+
+def test_a_live_default_file_that_is_absent_is_no_warning(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    monkeypatch.delenv("KANDEV_LSP_SETTINGS", raising=False)
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
+    caplog.set_level(logging.WARNING, logger="kandev_lsp.settings")
+    SettingsFile()
+    assert not [r for r in caplog.records if "settings_file_missing" in r.getMessage()]
 
 
 def test_full_file_round_trip(tmp_path: Path, plugins: PluginHost) -> None:

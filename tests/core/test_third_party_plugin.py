@@ -142,7 +142,7 @@ def test_installed_plugin_contributes_initialization_options(
     }
     settings_file = tmp_path / "settings.json"
     settings_file.write_text(json.dumps({"lsp_server_configs": {"c": {"fallbackFlags": ["-Wall"]}}}))
-    shown = json.loads(cli(plugin_site, "config", "c", "--settings", str(settings_file)).stdout)
+    shown = json.loads(cli(plugin_site, "config", "c", "--json", "--settings", str(settings_file)).stdout)
     assert shown["initializationOptions"] == {"clangdFileStatus": True, "fallbackFlags": ["-Wall"]}
 
 
