@@ -25,6 +25,7 @@ __all__ = [
     "ControlName",
     "ReadyInfo",
     "ack_frame",
+    "initialized_frame",
     "parse_broker_path",
     "parse_broker_query",
     "parse_control",
@@ -135,7 +136,10 @@ class ReadyInfo:
     progress: Mapping[str, Any] | None = None
     suppressed_providers: Sequence[str] = ()
     initialize_sent_at_ms: int | None = None
+    #: The server got ``initialized``: the handshake is complete (not merely answered; item 3).
     initialized: bool = False
+    #: The server's error answer to the lease's ``initialize`` (then ``capabilities`` stays null).
+    initialize_error: Mapping[str, Any] | None = None
 
 
 def ready_frame(info: ReadyInfo) -> str:
@@ -158,6 +162,30 @@ def ready_frame(info: ReadyInfo) -> str:
             "suppressedProviders": list(info.suppressed_providers),
             "initializeSentAt": info.initialize_sent_at_ms,
             "initialized": info.initialized,
+            "initializeError": info.initialize_error,
+        }
+    )
+
+
+def initialized_frame(
+    capabilities: Mapping[str, Any] | None,
+    server_info: Mapping[str, Any] | None,
+    position_encoding: str,
+    suppressed_providers: Sequence[str],
+    error: Mapping[str, Any] | None = None,
+) -> str:
+    """What a client that resumed while the lease's ``initialize`` was still pending (its ready frame
+    said ``capabilities: null``) is told once the server answered (issue 18 item 4): the retained
+    result's fields, as the ready frame names them, or the server's error."""
+    if error is not None:
+        return _frame({"status": "initialize_failed", "error": dict(error)})
+    return _frame(
+        {
+            "status": "initialized",
+            "capabilities": capabilities,
+            "serverInfo": server_info,
+            "positionEncoding": position_encoding,
+            "suppressedProviders": list(suppressed_providers),
         }
     )
 

@@ -45,6 +45,7 @@ from kandev_lsp.broker.contract import (
     ControlName,
     ReadyInfo,
     ack_frame,
+    initialized_frame,
     parse_control,
     ready_frame,
 )
@@ -384,14 +385,18 @@ class LeaseMode:
         lease.control_id = control.id
         self.perform(self.book.request_stop(lease.lease_id, attachment.generation, kind))
 
+    def _suppressed(self, lease: _Lease) -> list[str]:
+        capabilities = lease.peer.capabilities
+        if capabilities is None or self._suppressed_providers is None:
+            return []
+        return sorted(set(self._suppressed_providers(lease.query.language, capabilities)))
+
     def _ready_info(self, lease: _Lease, resumed: bool) -> ReadyInfo:
         ready = lease.ready or {}
         peer = lease.peer
         sent_at = peer.initialize_sent_at
         capabilities = peer.capabilities
-        suppressed: list[str] = []
-        if capabilities is not None and self._suppressed_providers is not None:
-            suppressed = sorted(set(self._suppressed_providers(lease.query.language, capabilities)))
+        suppressed = self._suppressed(lease)
         return ReadyInfo(
             language=lease.query.language,
             workspace_path=str(ready.get("workspacePath", lease.execution.workspace)),
@@ -407,7 +412,8 @@ class LeaseMode:
             initialize_sent_at_ms=None
             if sent_at is None
             else int((time.time() - (time.monotonic() - sent_at)) * 1000),
-            initialized=peer.initialize_result is not None,
+            initialized=peer.handshake_complete,
+            initialize_error=peer.initialize_error,
             suppressed_providers=suppressed,
         )
 
@@ -523,8 +529,19 @@ class LeaseMode:
         if out.shutdown_done:
             lease.shutdown_done.set()
         attachment = lease.attachment
-        if attachment is None or not out.to_client:
+        if attachment is None:
             return
+        if out.initialize_outcome:  # its ready frame said capabilities: null (item 4)
+            peer = lease.peer
+            attachment.send(
+                initialized_frame(
+                    peer.capabilities,
+                    peer.server_info,
+                    peer.position_encoding,
+                    self._suppressed(lease),
+                    peer.initialize_error,
+                )
+            )
         for message in out.to_client:
             if not attachment.send(json.dumps(message, ensure_ascii=False, separators=(",", ":"))):
                 # The client stopped reading: detach it (4009), never block the server (K15.10).

@@ -37,6 +37,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
 
+from kandev_lsp.broker.client_versions import ClientVersions
 from kandev_lsp.broker.requests import Forward, RequestBounds, RequestMap, cancel_notification, with_id
 from kandev_lsp.lsp.diagnostics import DiagnosticsStore
 from kandev_lsp.lsp.documents import DocumentNotOpen, DocumentVersions
@@ -102,6 +103,9 @@ class PeerOutput:
     client_exit: bool = False
     #: The stop sequence's ``shutdown`` was answered and ``exit`` is in ``to_server``: stop the upstream.
     shutdown_done: bool = False
+    #: The lease's ``initialize`` was just answered and the attached client resumed without sending its
+    #: own: tell it the outcome with the ``initialized`` (or ``initialize_failed``) frame (item 4).
+    initialize_outcome: bool = False
 
 
 def _key(request_id: RequestId) -> tuple[bool, RequestId]:
@@ -128,6 +132,7 @@ class LeasePeer:
         self._configuration = configuration
         self.requests = RequestMap(bounds, clock=clock)
         self.documents = DocumentVersions()
+        self.client_versions = ClientVersions()  # the attached client's own, per server-facing version
         self.diagnostics = DiagnosticsStore(server_generation)
         self.registrations = RegistrationStore()
         self.progress = ProgressTracker(server_generation)
@@ -140,6 +145,7 @@ class LeasePeer:
         self.initialize_sent_at: float | None = None
         self._initialize_id: int | None = None
         self._initialize_waiters: list[tuple[int, RequestId]] = []
+        self._initialize_generation = 0  # the attachment that sent the lease's initialize
         self._initialized_forwarded = False
         # the attachment
         self.generation = 0
@@ -187,8 +193,29 @@ class LeasePeer:
                 out.to_server.append(response(server_id, _CLIENT_ANSWERED[method]))
         self._initialize_waiters = [w for w in self._initialize_waiters if w[0] != self.generation]
         self._info_ids.clear()
+        self.client_versions.forget()
         self.attached = False
+        # The client that began the handshake left between the answer and its `initialized`: the broker,
+        # the stable peer, finishes it (K14; issue 18 item 3), or the server would wait for it forever.
+        self._finish_handshake(out)
         return out
+
+    def _finish_handshake(self, out: PeerOutput) -> None:
+        if self.initialize_result is not None and not self._initialized_forwarded:
+            self._initialized_forwarded = True
+            out.to_server.append(notification("initialized", {}))
+
+    @property
+    def handshake_complete(self) -> bool:
+        """Whether the server got ``initialized``: what the ready frame's ``initialized`` says."""
+        return self._initialized_forwarded
+
+    @property
+    def initialize_error(self) -> Mapping[str, Any] | None:
+        """The server's error answer to the lease's ``initialize``, if it refused it."""
+        response = self._initialize_response
+        error = response.get("error") if response is not None else None
+        return error if isinstance(error, Mapping) else None
 
     # --- from the client -------------------------------------------------------------------------
 
@@ -248,6 +275,7 @@ class LeasePeer:
             self.initialize_params = params
             self.initialize_sent_at = self._clock()
             self._initialize_id = self.requests.next_server_id()
+            self._initialize_generation = self.generation
             self._initialize_waiters.append((self.generation, client_id))
             out.to_server.append(request(self._initialize_id, "initialize", params))
             return
@@ -280,6 +308,7 @@ class LeasePeer:
             uri = _document_uri(params)
             if uri is not None and self.documents.close(uri):
                 self.diagnostics.clear(uri)
+                self.client_versions.forget(uri)
                 out.to_server.append(message)
         else:
             out.to_server.append(message)
@@ -293,11 +322,13 @@ class LeasePeer:
         if message["method"] == "textDocument/didOpen":
             language_id = document.get("languageId")
             version = self.documents.open(uri, language_id if isinstance(language_id, str) else "")
+            self.client_versions.forget(uri)  # a reopen starts the client's numbering over
         else:
             try:
                 version = self.documents.change(uri)
             except DocumentNotOpen:
                 return  # the server never saw this document open: a change would be an error there
+        self.client_versions.record(uri, version, document.get("version"))
         document["version"] = version
         out.to_server.append({**message, "params": {**params, "textDocument": document}})
 
@@ -335,10 +366,17 @@ class LeasePeer:
             self._initialize_response = message
             if isinstance(message.get("result"), dict):
                 self.initialize_result = message["result"]
+            asked_here = False
             for generation, client_id in self._initialize_waiters:
                 if self.attached and generation == self.generation:
                     out.to_client.append(with_id(message, client_id))
+                    asked_here = True
             self._initialize_waiters.clear()
+            if not (self.attached and self.generation == self._initialize_generation):
+                # The client that began the handshake is gone: nobody else will send `initialized`.
+                self._finish_handshake(out)
+            if self.attached and self.resumed and not asked_here:
+                out.initialize_outcome = True  # a resumed client was told capabilities: null (item 4)
             return
         if server_id is not None and server_id == self._shutdown_id:
             self._shutdown_id = None
@@ -402,6 +440,12 @@ class LeasePeer:
             entry = self.diagnostics.publish(params, self._clock())
             if entry is None or not self._diagnostics_visible(entry.uri, entry.version):
                 return
+            if entry.version is not None and self.client_versions.knows(entry.uri):
+                # In the client's own numbering (item 5); older than what is kept: stale, not shown.
+                own = self.client_versions.client_version(entry.uri, entry.version)
+                if own is None:
+                    return
+                message = {**message, "params": {**dict(params or {}), "version": own}}
         if self.attached:
             out.to_client.append(message)
 

@@ -94,8 +94,43 @@ def test_a_client_resuming_while_the_first_initialize_is_pending_gets_its_answer
     assert peer.from_client(_request("again", "initialize", {"capabilities": {}})).to_server == []
     answer = peer.from_server(_result(sent["id"], RESULT))
     assert answer.to_client == [_result("again", RESULT)]
-    # The server never got `initialized` from the first tab: the resuming client's one goes through.
-    assert peer.from_client(_notification("initialized", {})).to_server == [_notification("initialized", {})]
+    # The first tab, which began the handshake, is gone: the broker finishes it with the answer (item 3),
+    # and the resuming client's own `initialized` is swallowed (the server gets it once, K17.4).
+    assert answer.to_server == [_notification("initialized", {})]
+    assert not answer.initialize_outcome  # this client asked and got the answer itself
+    assert peer.from_client(_notification("initialized", {})).to_server == []
+    assert peer.handshake_complete
+
+
+def test_a_handshake_its_client_left_is_finished_by_the_broker() -> None:
+    """Issue 18 item 3: a page that reloads between `initialize` and `initialized` must not leave a server
+    that never hears `initialized` (it holds diagnostics and answers until it does)."""
+    # Left before the answer: `initialized` follows the answer at once, and the resumed client (told
+    # capabilities: null in its ready frame) is told the outcome (item 4).
+    peer = LeasePeer(clock=FakeClock())
+    peer.attach(1)
+    [sent] = peer.from_client(_request(1, "initialize", {"capabilities": {}})).to_server
+    assert peer.detach().to_server == []  # nothing to finish yet
+    peer.attach(2)
+    assert peer.resumed and not peer.handshake_complete and peer.capabilities is None
+    answer = peer.from_server(_result(sent["id"], RESULT))
+    assert answer.to_server == [_notification("initialized", {})]
+    assert answer.to_client == [] and answer.initialize_outcome
+    assert peer.handshake_complete and peer.capabilities == RESULT["capabilities"]
+    # Left after the answer, before its `initialized`: the detach sends it.
+    peer = LeasePeer(clock=FakeClock())
+    peer.attach(1)
+    [sent] = peer.from_client(_request(1, "initialize", {"capabilities": {}})).to_server
+    assert peer.from_server(_result(sent["id"], RESULT)).to_server == []  # its client is still there
+    assert not peer.handshake_complete  # answered is not initialized
+    assert _notification("initialized", {}) in peer.detach().to_server
+    assert peer.handshake_complete
+    peer.attach(2)
+    assert peer.from_client(_notification("initialized", {})).to_server == []  # once per lease
+    # A client that stays sends its own, as always.
+    peer, _ = _initialized_peer()
+    assert peer.handshake_complete
+    assert _notification("initialized", {}) not in peer.detach().to_server
 
 
 def test_an_initialize_error_is_what_later_clients_get_too() -> None:
@@ -267,9 +302,36 @@ def test_a_resumed_lease_shows_only_publications_for_the_current_version_after_s
     peer.attachment_ready()
     assert peer.from_server(_diagnostics(version - 1)).to_client == []  # an older text
     assert peer.from_server(_diagnostics(None)).to_client == []  # unversioned: hidden (K17.8)
-    assert peer.from_server(_diagnostics(version)).to_client == [_diagnostics(version)]
+    # shown, in the client's own numbering: it reopened at 1, the server has 2 (item 5)
+    assert version == 2
+    assert peer.from_server(_diagnostics(version)).to_client == [_diagnostics(1)]
     peer.from_client(_notification("textDocument/didClose", {"textDocument": {"uri": URI}}))
     assert peer.from_server(_diagnostics(version)).to_client == []  # closed: dropped
+
+
+def test_diagnostics_carry_the_clients_own_versions() -> None:
+    """Issue 18 item 5: a client that drops diagnostics for versions it never had keeps these."""
+    peer, _ = _initialized_peer()
+    assert _open(peer, version=7)["params"]["textDocument"]["version"] == 1
+    assert peer.from_server(_diagnostics(1)).to_client == [_diagnostics(7)]
+    for client_version in (8, 9):
+        change = {"textDocument": {"uri": URI, "version": client_version}, "contentChanges": [{"text": "x"}]}
+        peer.from_client(_notification("textDocument/didChange", change))
+    assert peer.from_server(_diagnostics(3)).to_client == [_diagnostics(9)]
+    assert peer.from_server(_diagnostics(None)).to_client == [_diagnostics(None)]
+    peer.detach()
+    peer.attach(2)  # a reload: the page starts over at 1, the server is at 4
+    assert _open(peer, version=1)["params"]["textDocument"]["version"] == 4
+    peer.attachment_ready()
+    assert peer.from_server(_diagnostics(4)).to_client == [_diagnostics(1)]
+    change = {"textDocument": {"uri": URI, "version": 2}, "contentChanges": [{"text": "y"}]}
+    assert (
+        peer.from_client(_notification("textDocument/didChange", change)).to_server[0]["params"][
+            "textDocument"
+        ]["version"]
+        == 5
+    )
+    assert peer.from_server(_diagnostics(5)).to_client == [_diagnostics(2)]
 
 
 def test_detach_clears_diagnostics() -> None:

@@ -58,7 +58,7 @@ def test_a_reload_returns_to_the_same_pyright_with_diagnostics_for_the_reopened_
                         json.dumps({"jsonrpc": "2.0", "method": "textDocument/didOpen", "params": did_open})
                     )
                     first = await next_frame(ws, diagnostics_with_errors)
-                    assert first["params"]["version"] == 1  # the server-facing version, not the client's 7
+                    assert first["params"]["version"] == 7  # the client's own version (item 5)
                     pids = processes_tagged(TAG, tag)
                     assert pids
                 async with client(server, f"/lsp/s1?language=python&lease={lease}") as ws:
@@ -78,10 +78,10 @@ def test_a_reload_returns_to_the_same_pyright_with_diagnostics_for_the_reopened_
                         return diagnostics_with_errors(frame)
 
                     fresh = await next_frame(ws, record)
-                    assert fresh["params"]["version"] == 2
+                    assert fresh["params"]["version"] == 1  # its own: the server has it as 2 (item 5)
                     assert {"ack": "attachment-ready", "id": "r", "ok": True} in seen
                     published = [f for f in seen if f.get("method") == "textDocument/publishDiagnostics"]
-                    assert all(f["params"].get("version") == 2 for f in published)  # nothing stale
+                    assert all(f["params"].get("version") == 1 for f in published)  # nothing stale
                     await ws.send(json.dumps({"control": "stop", "id": "s"}))
                     ack = await next_frame(ws, lambda frame: "ack" in frame and frame["ack"] == "stop")
                     assert ack["confirmed"] is True
