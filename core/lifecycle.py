@@ -64,6 +64,8 @@ class LaunchError(KandevLspError):
     tools quote it apart from the message, where an MCP client shows it (npm's error lines).
     """
 
+    failure: LaunchFailure
+
     def __init__(
         self,
         failure: LaunchFailure,

@@ -10,9 +10,11 @@ on the agent's hot path and ``kandev-lsp run`` is on an editor's time-to-initial
 * argparse's help formatter would import :mod:`shutil` (and through it zlib, bz2 and lzma) just to learn
   the terminal width, on every ``add_argument``: :class:`_HelpFormatter` asks :mod:`os` instead.
 
-Exit statuses shared by every command: 2 usage (argparse's errors and :class:`UsageError`), 1 any other
-reported error, 130 interrupted, 141 (128 + SIGPIPE) when the reader of stdout went away, as in
-``kandev-lsp plugins --json | head``: then nothing more is written and no traceback is printed.
+Exit statuses: one per kind of outcome for every command, :class:`kandev_lsp.codes.ExitStatus` (2 usage:
+argparse's errors and any error whose ``failure`` is ``usage``; 13 unknown language; 1 any other reported
+failure; 141 (128 + SIGPIPE) when the reader of stdout went away, as in ``kandev-lsp plugins --json |
+head``: then nothing more is written and no traceback is printed). An error reaching :func:`main` exits
+with the status of its :attr:`~kandev_lsp.errors.KandevLspError.failure`.
 """
 
 from __future__ import annotations
@@ -23,13 +25,8 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-from kandev_lsp.cli.common import UsageError
+from kandev_lsp.codes import ExitStatus
 from kandev_lsp.errors import KandevLspError
-
-EXIT_FAILED = 1
-EXIT_USAGE = 2
-EXIT_INTERRUPTED = 130
-EXIT_BROKEN_PIPE = 141  # 128 + SIGPIPE: what a shell reports for a writer whose reader left
 
 # command -> (module under kandev_lsp.cli, the function in it that registers it). A module that
 # registers several commands is listed once per command; the order is the order of ``--help``.
@@ -97,6 +94,8 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     for module_name, register in wanted:
         module = importlib.import_module(f"kandev_lsp.cli.{module_name}")
         getattr(module, register)(subparsers)
+    for command_parser in subparsers.choices.values():
+        command_parser.set_defaults(command_parser=command_parser)
     return parser
 
 
@@ -111,26 +110,29 @@ def main(argv: Sequence[str] | None = None) -> int:
         return status
     except BrokenPipeError:
         _silence_stdout()
-        return EXIT_BROKEN_PIPE
+        return ExitStatus.BROKEN_PIPE
 
 
 def _main(arguments: list[str]) -> int:
     parser = build_parser(arguments[0] if arguments else None)
-    args = parser.parse_args(arguments)
+    args, unknown = parser.parse_known_args(arguments)
+    if unknown:
+        # argparse would report them with the top-level usage ("kandev-lsp [-h] COMMAND ..."), which
+        # says nothing about the command's own flags: its own parser reports them instead.
+        getattr(args, "command_parser", parser).error(f"unrecognized arguments: {' '.join(unknown)}")
     handler = getattr(args, "handler", None)
     if handler is None:
         parser.print_help(sys.stderr)
-        return EXIT_USAGE
+        return ExitStatus.USAGE
     try:
         return int(handler(args))
-    except UsageError as exc:
-        print(f"kandev-lsp {args.command}: {exc}", file=sys.stderr)
-        return EXIT_USAGE
     except KandevLspError as exc:
-        print(f"kandev-lsp: {exc}", file=sys.stderr)
-        return EXIT_FAILED
+        status = ExitStatus.of(exc.failure)
+        where = f"kandev-lsp {args.command}" if status is ExitStatus.USAGE else "kandev-lsp"
+        print(f"{where}: {exc}", file=sys.stderr)
+        return status
     except KeyboardInterrupt:
-        return EXIT_INTERRUPTED
+        return ExitStatus.INTERRUPTED
 
 
 def _silence_stdout() -> None:

@@ -166,6 +166,10 @@ def run_code(args: argparse.Namespace) -> int:
         payload = json.loads(args.payload)
     except json.JSONDecodeError as error:
         raise UsageError(f"--json is not JSON: {error}") from None
+    if not isinstance(payload, dict):  # as malformed JSON: the command line is wrong, nothing ran
+        raise UsageError(
+            f"--json must be a JSON object ({{...}}) of the tool's arguments, got {args.payload!r}"
+        )
 
     async def call() -> dict[str, Any]:
         async with open_service(args) as service:

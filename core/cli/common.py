@@ -31,6 +31,8 @@ if TYPE_CHECKING:
 class UsageError(KandevLspError):
     """A flag's value is malformed or not allowed; ``kandev-lsp`` exits 2, as for argparse's errors."""
 
+    failure = "usage"
+
 
 def add_task_arguments(parser: argparse.ArgumentParser, *, simulated_platform: bool = True) -> None:
     """``--workspace``, ``--env-file``, ``--env KEY=VALUE`` and (for explaining) ``--platform``."""

@@ -3,9 +3,10 @@
 Imported by every ``kandev-lsp`` run to register the subcommands, so the module itself stays light:
 asyncio and the installers are imported inside the handlers.
 
-Exit codes: 0 done (or already installed / nothing to remove), 1 the install failed or nothing can
-install the language here, 2 usage (unknown language, bad flags). SIGINT (Ctrl-C), SIGTERM and SIGHUP
-cancel the install: npm/go are stopped with their whole tree, the staging folder is removed, and then
+Exit statuses (:class:`kandev_lsp.codes.ExitStatus`, the same for every command): 0 done (or already
+installed / nothing to remove), 2 usage (bad flags, a ``--version`` or ``--sha256`` the recipe cannot
+use), 11 nothing can install the language here, 12 the managed cache cannot be used, 13 unknown language,
+20 the install failed. SIGINT (Ctrl-C), SIGTERM and SIGHUP cancel the install: npm/go are stopped with their whole tree, the staging folder is removed, and then
 the process dies by the same signal (a shell shows 130, 143 or 129). With ``--json`` the result is
 printed as one JSON object on stdout in every case, a cancellation included; progress goes to stderr (a
 bar on a terminal, one line per phase otherwise).
@@ -26,6 +27,7 @@ from kandev_lsp.cli.common import (
     print_json,
     task_from_args,
 )
+from kandev_lsp.codes import ExitStatus
 from kandev_lsp.errors import UnknownLanguageError
 from kandev_lsp.platform import HostPlatform
 
@@ -35,11 +37,6 @@ if TYPE_CHECKING:
     from kandev_lsp.install import InstallProgress, InstallReceipt
     from kandev_lsp.settings import UserSettings
     from kandev_lsp.taskenv import Task
-
-EXIT_OK = 0
-EXIT_FAILED = 1
-EXIT_USAGE = 2
-EXIT_CANCELLED = 130
 
 INSTALL_SCHEMA = "kandev-lsp/install"
 LIST_SCHEMA = "kandev-lsp/installed"
@@ -54,8 +51,9 @@ def add_install_parsers(subparsers: argparse._SubParsersAction[argparse.Argument
         description=(
             "Install the pinned server for LANG (or --version) into <task HOME>/.kandev/lsp-servers, verify "
             "that it runs, and make it current. An install that is already current is reused. Exit 0 "
-            "installed, 1 failed (the previous version stays current), 2 usage; SIGINT, SIGTERM and SIGHUP "
-            "cancel it (nothing left running or half-written), then it dies by that signal."
+            "installed; 2 usage; 11 no installer here; 12 the managed cache is unusable; 13 unknown "
+            "language; 20 failed (the previous version stays current). SIGINT, SIGTERM and SIGHUP cancel "
+            "it (nothing left running or half-written), then it dies by that signal."
         ),
     )
     install.add_argument("language", metavar="LANG")
@@ -76,7 +74,8 @@ def add_install_parsers(subparsers: argparse._SubParsersAction[argparse.Argument
     uninstall = subparsers.add_parser(
         "uninstall",
         help="remove LANG's managed server from the cache",
-        description="Remove every managed version of LANG from the task's cache. Exit 0 also when none was there.",
+        description="Remove every managed version of LANG from the task's cache. Exit 0 also when none "
+        "was there; 13 when no plugin provides LANG and the cache holds none of it either.",
     )
     uninstall.add_argument("language", metavar="LANG")
     uninstall.add_argument("--json", action="store_true", help="machine-readable output")
@@ -166,19 +165,19 @@ def run_install(args: argparse.Namespace) -> int:
     import signal
 
     from kandev_lsp.cancel import die_by_signal
-    from kandev_lsp.install import InstallCancelled, InstallError, NoInstallerError
+    from kandev_lsp.install import InstallCancelled, InstallError
 
     plugins = load_plugins()
     task = task_from_args(args)
     if task.host != HostPlatform.current():
-        return _usage(args, f"install runs on this machine ({HostPlatform.current()}); drop --platform")
+        message = f"install runs on this machine ({HostPlatform.current()}); drop --platform"
+        return _report(args, _outcome(args, "usage", message), ExitStatus.USAGE)
     try:
         plugins.language(args.language)
     except UnknownLanguageError as exc:
-        return _usage(args, str(exc))
+        return _report(args, _outcome(args, "unknown_language", str(exc)), ExitStatus.of(exc.failure))
     settings = load_user_settings(args, plugins.languages())
     printer = ProgressPrinter(sys.stderr, tty=sys.stderr.isatty() and not args.json)
-    outcome: dict[str, Any] = {"schema": INSTALL_SCHEMA, "version": SCHEMA_VERSION, "language": args.language}
     signals: list[SignalCancel] = []
     try:
         receipt = asyncio.run(
@@ -190,25 +189,29 @@ def run_install(args: argparse.Namespace) -> int:
         printer.finish()
         received = signals[0].received if signals else None
         name = signal.Signals(received).name if received is not None else "SIGINT"
-        _report(args, outcome | {"status": "cancelled", "error": f"cancelled by {name}"}, EXIT_CANCELLED)
+        _report(args, _outcome(args, "cancelled", f"cancelled by {name}"), ExitStatus.INTERRUPTED)
         # Everything is stopped and removed by now: leave the way the signal asked.
         die_by_signal(received if received is not None else int(signal.SIGINT))
-        return EXIT_CANCELLED
-    except NoInstallerError as exc:
-        printer.finish()
-        return _report(args, outcome | {"status": "no_installer", "error": str(exc)}, EXIT_FAILED)
+        return ExitStatus.INTERRUPTED
     except InstallError as exc:
         printer.finish()
-        return _report(args, outcome | {"status": "failed", "error": str(exc)}, EXIT_FAILED)
+        status = ExitStatus.of(exc.failure)
+        return _report(args, _outcome(args, _INSTALL_STATUS.get(status, "failed"), str(exc)), status)
     printer.finish()
     if args.json:
-        print_json(
-            outcome
-            | {"status": "installed", "executable": receipt.executable_path, "receipt": receipt.to_json()}
-        )
+        installed = {"executable": receipt.executable_path, "receipt": receipt.to_json()}
+        print_json(_outcome(args, "installed", None) | installed)
     else:
         print(f"{args.language}: {receipt.version} is installed: {receipt.executable_path}")
-    return EXIT_OK
+    return ExitStatus.OK
+
+
+#: ``install --json``'s ``status`` for each failing exit status (any other failure is ``failed``).
+_INSTALL_STATUS = {
+    ExitStatus.USAGE: "usage",
+    ExitStatus.NO_INSTALLER: "no_installer",
+    ExitStatus.CACHE_UNAVAILABLE: "cache_unavailable",
+}
 
 
 async def _install(
@@ -249,7 +252,11 @@ def run_uninstall(args: argparse.Namespace) -> int:
     try:
         removed = asyncio.run(remove())
     except KeyboardInterrupt:
-        return EXIT_CANCELLED
+        return ExitStatus.INTERRUPTED
+    if not removed and args.language not in plugins.languages():
+        # Nothing of it in the cache and no plugin for it: a typo, not "nothing to remove". A language
+        # whose plugin is gone but whose server is still cached was removed above.
+        raise UnknownLanguageError(args.language, sorted(plugins.languages()))
     if args.json:
         print_json(
             {
@@ -265,7 +272,7 @@ def run_uninstall(args: argparse.Namespace) -> int:
         print(
             f"{args.language}: nothing installed in the managed cache ({task.env.cache_root() or 'disabled'})"
         )
-    return EXIT_OK
+    return ExitStatus.OK
 
 
 def run_list(args: argparse.Namespace) -> int:
@@ -284,13 +291,13 @@ def run_list(args: argparse.Namespace) -> int:
                 "servers": [server.to_json() for server in servers],
             }
         )
-        return EXIT_OK
+        return ExitStatus.OK
     if root is None:
         print("the managed cache is disabled: the task's HOME is not an absolute path")
-        return EXIT_OK
+        return ExitStatus.OK
     if not servers:
         print(f"no servers installed in {root}")
-        return EXIT_OK
+        return ExitStatus.OK
     for server in servers:
         notes = []
         if not server.plugin_loaded:
@@ -302,21 +309,18 @@ def run_list(args: argparse.Namespace) -> int:
         mark = "ok " if server.binary_present and server.matches_pin else "!! "
         note = f"  ({'; '.join(notes)})" if notes else ""
         print(f"{mark}{server.language:<11} {server.receipt.version:<12} {server.executable}{note}")
-    return EXIT_OK
+    return ExitStatus.OK
 
 
-def _usage(args: argparse.Namespace, message: str) -> int:
-    return _report(
-        args,
-        {
-            "schema": INSTALL_SCHEMA,
-            "version": SCHEMA_VERSION,
-            "language": args.language,
-            "status": "usage",
-            "error": message,
-        },
-        EXIT_USAGE,
-    )
+def _outcome(args: argparse.Namespace, status: str, error: str | None) -> dict[str, Any]:
+    """``install --json``'s object: what happened to the install of ``args.language``."""
+    return {
+        "schema": INSTALL_SCHEMA,
+        "version": SCHEMA_VERSION,
+        "language": args.language,
+        "status": status,
+        **({"error": error} if error is not None else {}),
+    }
 
 
 def _report(args: argparse.Namespace, outcome: dict[str, Any], code: int) -> int:

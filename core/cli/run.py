@@ -44,11 +44,6 @@ if TYPE_CHECKING:
     from kandev_lsp.stream.stdio import StdioChannel
     from kandev_lsp.taskenv import Task
 
-EXIT_INSTALL_FAILED = 20
-EXIT_START_FAILED = 21
-EXIT_PROTOCOL_ERROR = 22
-EXIT_STALLED = 23
-
 
 def add_run_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = subparsers.add_parser(
@@ -126,15 +121,11 @@ def _record_stop_signals(received: list[int]) -> None:
 
 def launch_exit_code(failure: str) -> int:
     """``run``'s exit status when no server could be had (a :class:`~kandev_lsp.lifecycle.LaunchFailure`):
-    as ``resolve`` for a missing server (10-13), 20 install failed, 21 start failed, 0 install cancelled
-    (the editor left)."""
-    from kandev_lsp.codes import RESOLVE_EXIT_CODES
+    the status of that failure, as every command has it (10-13 missing, as ``resolve``; 20 install
+    failed; 21 start failed), and 0 for a cancelled install: the editor left, nothing failed."""
+    from kandev_lsp.codes import ExitStatus
 
-    return {
-        "install_failed": EXIT_INSTALL_FAILED,
-        "start_failed": EXIT_START_FAILED,
-        "install_cancelled": 0,
-    }.get(failure) or RESOLVE_EXIT_CODES[failure]
+    return ExitStatus.OK if failure == "install_cancelled" else ExitStatus.of(failure)
 
 
 #: The signals that stop ``run`` (after the server tree is stopped): Ctrl-C, ``kill``, and a hangup
@@ -380,6 +371,7 @@ async def _bridge_stdio(
 
 def exit_status(end: BridgeEnd, returncode: int | None) -> int:
     """The exit status of ``run`` for a bridge that ended with ``end`` and a server status (None: stopped)."""
+    from kandev_lsp.codes import ExitStatus
     from kandev_lsp.stream.bridge import BridgeEnd
 
     if end in (
@@ -388,9 +380,9 @@ def exit_status(end: BridgeEnd, returncode: int | None) -> int:
         BridgeEnd.SERVER_TOO_LARGE,
         BridgeEnd.SERVER_MALFORMED,
     ):
-        return EXIT_PROTOCOL_ERROR
+        return ExitStatus.PROTOCOL_ERROR
     if end in (BridgeEnd.SERVER_STALLED, BridgeEnd.CLIENT_STALLED):
-        return EXIT_STALLED
+        return ExitStatus.STALLED
     if returncode is None:
         return 0
     return 128 - returncode if returncode < 0 else returncode

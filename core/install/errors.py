@@ -27,6 +27,8 @@ class InstallError(KandevLspError):
     :param output: the tail of the installer's output, also quoted in the message.
     """
 
+    failure = "install_failed"
+
     def __init__(self, language: str, message: str, *, output: str = "") -> None:
         self.language = language
         self.output = output_tail(output)
@@ -37,9 +39,26 @@ class InstallError(KandevLspError):
         super().__init__(text)
 
 
+class InstallRequestError(InstallError):
+    """The request itself is wrong (a ``--version`` that is not an exact version this kind can use, a
+    ``--sha256`` that is not a digest or given to a kind that downloads no release): nothing was tried,
+    so the command line is at fault (exit 2, as for any usage error)."""
+
+    failure = "usage"
+
+
 class NoInstallerError(InstallError):
     """Nothing can install this server here: a manual-only language, no release asset for the host, or
     the managed cache is disabled because the task's HOME is not an absolute path."""
+
+    failure = "no_installer"
+
+
+class CacheUnavailableError(NoInstallerError):
+    """The managed cache cannot take an install: the task's HOME is not absolute, or the cache lies
+    inside the workspace (the resolver's ``cache_unavailable``)."""
+
+    failure = "cache_unavailable"
 
 
 class ToolchainMissingError(InstallError):
@@ -53,6 +72,8 @@ class VerificationError(InstallError):
 class InstallCancelled(KandevLspError):
     """The install was cancelled; nothing was switched and no staging files are left."""
 
+    failure = "interrupted"
+
     def __init__(self, language: str, message: str | None = None) -> None:
         self.language = language
         super().__init__(
@@ -63,7 +84,7 @@ class InstallCancelled(KandevLspError):
 def digest_not_applicable(language: str, kind: str) -> InstallError:
     """The error for ``--sha256`` given to a kind that verifies its own packages (npm, go): refused,
     never silently ignored."""
-    return InstallError(
+    return InstallRequestError(
         language,
         f"a SHA-256 digest only applies to release downloads; {language} installs with {kind}, which "
         "verifies its own packages",

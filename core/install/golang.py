@@ -14,7 +14,7 @@ import json
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
-from kandev_lsp.install.errors import InstallError, digest_not_applicable
+from kandev_lsp.install.errors import InstallRequestError, digest_not_applicable
 from kandev_lsp.language import GoRecipe
 
 # The installer's helpers are imported where they run: the resolver imports this module to ask
@@ -93,7 +93,7 @@ class GoInstaller:
 
     def check_version(self, language: str, version: str, recipe: GoRecipe) -> None:
         if not version.startswith("v"):
-            raise InstallError(
+            raise InstallRequestError(
                 language,
                 f"cannot install {language} version {version!r}: Go module versions start with 'v' "
                 f"(for example {recipe.version!r}); try 'v{version}'",

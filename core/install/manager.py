@@ -34,7 +34,7 @@ from kandev_lsp.executables import managed_cache
 from kandev_lsp.fileprobe import LocalFileProbe, ProbeStatus
 from kandev_lsp.install.cache import ServerCache, cached_languages, remove_tree
 from kandev_lsp.install.context import InstallContext, Staged
-from kandev_lsp.install.errors import InstallCancelled, InstallError, NoInstallerError
+from kandev_lsp.install.errors import CacheUnavailableError, InstallCancelled, InstallError, NoInstallerError
 from kandev_lsp.install.kinds import InstallOptions
 from kandev_lsp.install.locks import hold_file_lock
 from kandev_lsp.install.owners import InstallOwner, new_owner_token, record_owner, recorded_owners
@@ -187,7 +187,7 @@ class InstallManager:
         assert root is not None  # plan_install refuses a disabled cache
         cache = managed_cache(task.workspace, task.env, LocalFileProbe(task.host))
         if not cache.usable:  # the resolver would refuse what this installs: never install it (issue 8)
-            raise NoInstallerError(
+            raise CacheUnavailableError(
                 spec.id,
                 f"cannot install the {spec.display_name} server: {cache.reason}. Or put the server on the "
                 "task's PATH, outside the workspace.",

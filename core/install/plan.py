@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import cast
 
 from kandev_lsp.install.context import Recipe
-from kandev_lsp.install.errors import InstallError, NoInstallerError
+from kandev_lsp.install.errors import CacheUnavailableError, InstallRequestError, NoInstallerError
 from kandev_lsp.install.installers import installer_for
 from kandev_lsp.install.kinds import RecipeInstaller
 from kandev_lsp.language import LanguageSpec, ReleaseAsset
@@ -58,7 +58,7 @@ def check_version(language: str, version: str, recipe: Recipe, installer: Recipe
     """Reject a requested version that is not an exact version we can use as a folder name, or that the
     recipe's kind cannot use (Go module versions start with ``v``)."""
     if not _VERSION.match(version) or not any(ch.isdigit() for ch in version):
-        raise InstallError(
+        raise InstallRequestError(
             language,
             f"cannot install {language} version {version!r}: give an exact version such as "
             f"{recipe.version!r} (letters, digits, '.', '-', '+' and '_' only; no ranges or tags like 'latest')",
@@ -87,8 +87,8 @@ def plan_install(
     :raises NoInstallerError: manual-only language (no installer for its recipe), no release asset for
         ``host``, no cache, or a release asset whose digest nobody pins or publishes (the message says how
         to give one: ``--sha256``).
-    :raises InstallError: ``version`` is not an exact version, or ``sha256`` given to a kind that does
-        not download release assets.
+    :raises InstallRequestError: ``version`` is not an exact version, or ``sha256`` given to a kind that
+        does not download release assets.
     """
     recipe = spec.install
     installer = installer_for(recipe)
@@ -101,7 +101,7 @@ def plan_install(
             spec.id, f"{spec.display_name} ({spec.command}) cannot be installed automatically. {how}"
         )
     if cache_root is None:
-        raise NoInstallerError(
+        raise CacheUnavailableError(
             spec.id,
             f"cannot install {spec.command}: the task's HOME is not an absolute path, so the managed cache "
             "(<HOME>/.kandev/lsp-servers) is disabled. Set HOME to an absolute folder in the task "

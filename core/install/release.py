@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
 from kandev_lsp.errors import KandevLspError
-from kandev_lsp.install.errors import InstallError, NoInstallerError
+from kandev_lsp.install.errors import InstallError, InstallRequestError, NoInstallerError
 from kandev_lsp.language import ReleaseAsset, ReleaseRecipe
 
 # The installer's helpers are imported where they run: the resolver imports this module to ask
@@ -164,7 +164,7 @@ class ReleaseInstaller:
             try:
                 return replace(asset, sha256=normalize_sha256(sha256))
             except ValueError as exc:
-                raise InstallError(spec.id, f"cannot use the SHA-256 digest given: {exc}") from None
+                raise InstallRequestError(spec.id, f"cannot use the SHA-256 digest given: {exc}") from None
         if not recipe.digest_declared(asset) and not digest_sources:
             raise NoInstallerError(
                 spec.id,

@@ -25,13 +25,21 @@ GOPLS = "golang.org/x/tools/gopls"
 TAG = "KANDEV_TEST_TAG"
 
 
+def no_settings(folder: Path) -> str:
+    """An empty settings file (the defaults), so the user's own never applies; a missing file named by
+    KANDEV_LSP_SETTINGS is an error."""
+    path = folder / "no-settings.json"
+    path.write_text("{}")
+    return str(path)
+
+
 def cli(*args: str, env_file: Path, timeout: float = 120) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "kandev_lsp.cli", *args, "--env-file", str(env_file)],
         capture_output=True,
         text=True,
         timeout=timeout,
-        env={**os.environ, "KANDEV_LSP_SETTINGS": str(env_file.parent / "no-settings.json")},
+        env={**os.environ, "KANDEV_LSP_SETTINGS": no_settings(env_file.parent)},
     )
 
 
@@ -78,19 +86,19 @@ def test_install_list_resolve_and_uninstall_from_the_command_line(world: Any, en
     assert nothing.returncode == 0 and json.loads(nothing.stdout)["status"] == "not_installed"
 
 
-def test_a_failed_install_exits_1_with_the_reason(world: Any, env_file: Path) -> None:
+def test_a_failed_install_exits_20_with_the_reason(world: Any, env_file: Path) -> None:
     failed = cli("install", "go", "--version", "v9.9.9", env_file=env_file)
-    assert failed.returncode == 1
+    assert failed.returncode == 20
     assert "go install golang.org/x/tools/gopls@v9.9.9 failed" in failed.stderr
     as_json = cli("install", "go", "--version", "v9.9.9", "--json", env_file=env_file)
-    assert as_json.returncode == 1 and json.loads(as_json.stdout)["status"] == "failed"
+    assert as_json.returncode == 20 and json.loads(as_json.stdout)["status"] == "failed"
 
 
-def test_manual_languages_exit_1_and_unknown_languages_exit_2(world: Any, env_file: Path) -> None:
+def test_manual_languages_exit_11_and_unknown_languages_exit_13(world: Any, env_file: Path) -> None:
     kotlin = cli("install", "kotlin", "--json", env_file=env_file)
-    assert kotlin.returncode == 1 and json.loads(kotlin.stdout)["status"] == "no_installer"
+    assert kotlin.returncode == 11 and json.loads(kotlin.stdout)["status"] == "no_installer"
     unknown = cli("install", "cobol", env_file=env_file)
-    assert unknown.returncode == 2 and "unknown language 'cobol'" in unknown.stderr
+    assert unknown.returncode == 13 and "unknown language 'cobol'" in unknown.stderr
 
 
 def slow_go_task(world: Any, env_file: Path) -> str:
@@ -112,7 +120,7 @@ def start_install(world: Any, env_file: Path, *extra: str) -> subprocess.Popen[s
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
-        env={**os.environ, "KANDEV_LSP_SETTINGS": str(world.root / "no-settings.json")},
+        env={**os.environ, "KANDEV_LSP_SETTINGS": no_settings(world.root)},
     )
 
 

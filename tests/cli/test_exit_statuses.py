@@ -1,0 +1,145 @@
+"""One exit status per kind of failure, whichever command met it (issue 17 item 9).
+
+Each case runs the real command; the expected status is written here from the documented table, never
+read from the code under test. The table itself is checked against the README's and the resolve
+contract's, so the documentation cannot drift from the numbers.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import pkgutil
+import re
+from pathlib import Path
+
+import kandev_lsp
+import pytest
+from clikit import kandev
+from kandev_lsp.codes import ExitStatus
+from kandev_lsp.errors import KandevLspError
+from kandev_lsp.lifecycle import LaunchFailure
+from kandev_lsp.resolver import MissingReason
+
+PROJECT = Path(__file__).resolve().parents[2]
+
+UNKNOWN_LANGUAGE = [
+    ["resolve", "cobol"],
+    ["run", "cobol"],
+    ["install", "cobol"],
+    ["install", "cobol", "--json"],
+    ["uninstall", "cobol"],
+    ["config", "cobol"],
+]
+
+USAGE = [
+    ["resolve", "python", "--bogus"],
+    ["install", "python", "--sha256", "abcd"],  # npm verifies its own packages: not a release digest
+    ["install", "rust", "--sha256", "abcd"],  # a release recipe, but not a SHA-256 digest
+    ["install", "python", "--version", "latest"],
+    ["install", "go", "--version", "0.14.2"],  # Go module versions start with v
+    ["code", "code_symbols", "--json", '["x"]'],
+    ["code", "code_symbols", "--json", "{not json"],
+    ["resolve", "go", "--platform", "windows"],
+    ["run", "go", "--env", "NOEQUALS"],
+    ["config", "go", "--bogus"],
+]
+
+
+@pytest.mark.parametrize("args", UNKNOWN_LANGUAGE, ids=" ".join)
+def test_an_unknown_language_is_13_in_every_command(args: list[str], tmp_path: Path) -> None:
+    result = kandev(*args, env={"HOME": str(tmp_path)}, cwd=tmp_path)
+    assert result.returncode == 13, result.stdout + result.stderr
+    assert "unknown language 'cobol'" in result.stdout + result.stderr
+
+
+@pytest.mark.parametrize("args", USAGE, ids=" ".join)
+def test_a_usage_error_is_2_in_every_command(args: list[str], tmp_path: Path) -> None:
+    result = kandev(*args, env={"HOME": str(tmp_path)}, cwd=tmp_path)
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_an_unknown_flag_is_reported_with_the_commands_own_usage(tmp_path: Path) -> None:
+    result = kandev("resolve", "python", "--bogus", cwd=tmp_path)
+    assert result.stderr.startswith("usage: kandev-lsp resolve ")
+    assert "kandev-lsp resolve: error: unrecognized arguments: --bogus" in result.stderr
+
+
+@pytest.mark.parametrize(
+    ("args", "home", "status"),
+    [
+        (["resolve", "python"], "tmp", ExitStatus.INSTALLABLE_NOT_REQUESTED),
+        (["run", "python"], "tmp", ExitStatus.INSTALLABLE_NOT_REQUESTED),
+        (["resolve", "kotlin"], "tmp", ExitStatus.NO_INSTALLER),
+        (["run", "kotlin"], "tmp", ExitStatus.NO_INSTALLER),
+        (["install", "kotlin"], "tmp", ExitStatus.NO_INSTALLER),
+        (["resolve", "python"], "relative", ExitStatus.CACHE_UNAVAILABLE),
+        (["run", "python"], "relative", ExitStatus.CACHE_UNAVAILABLE),
+        (["install", "python"], "relative", ExitStatus.CACHE_UNAVAILABLE),
+        (["install", "python", "--json"], "relative", ExitStatus.CACHE_UNAVAILABLE),
+        (["uninstall", "python"], "tmp", ExitStatus.OK),  # nothing to remove: the state asked for holds
+        (["doctor", "--no-version"], "tmp", ExitStatus.FAILED),  # python and typescript are missing
+    ],
+    ids=lambda value: " ".join(value) if isinstance(value, list) else str(value),
+)
+def test_a_missing_server_has_the_same_status_in_every_command(
+    args: list[str], home: str, status: ExitStatus, tmp_path: Path
+) -> None:
+    # npm and node stay on the PATH (python is installable), no language server is on it.
+    task = ["--workspace", str(tmp_path / "ws"), "--env", "PATH=/usr/bin:/bin"]
+    task += ["--env", f"HOME={tmp_path if home == 'tmp' else home}"]
+    (tmp_path / "ws").mkdir()
+    result = kandev(*args, *task)
+    assert result.returncode == status, result.stdout + result.stderr
+
+
+def test_install_json_names_the_kind_of_failure(tmp_path: Path) -> None:
+    result = kandev("install", "python", "--json", "--env", "HOME=relative", "--workspace", str(tmp_path))
+    assert json.loads(result.stdout)["status"] == "cache_unavailable"
+    usage = kandev("install", "python", "--json", "--sha256", "abcd", "--env", f"HOME={tmp_path}")
+    assert usage.returncode == 2 and json.loads(usage.stdout)["status"] == "usage"
+
+
+def test_a_bad_env_file_is_a_reported_failure(tmp_path: Path) -> None:
+    for command in (["resolve", "go"], ["install", "go"], ["run", "go"], ["doctor"]):
+        result = kandev(*command, "--env-file", str(tmp_path / "absent.env"), cwd=tmp_path)
+        assert result.returncode == ExitStatus.FAILED, (command, result.stderr)
+
+
+def _every_error_class() -> list[type[KandevLspError]]:
+    for module in pkgutil.walk_packages(kandev_lsp.__path__, "kandev_lsp."):
+        if not module.name.endswith(("__main__", ".pytest_plugin")):
+            importlib.import_module(module.name)
+    found: list[type[KandevLspError]] = []
+    pending: list[type[KandevLspError]] = [KandevLspError]
+    while pending:
+        cls = pending.pop()
+        found.append(cls)
+        pending.extend(cls.__subclasses__())
+    return found
+
+
+def test_every_kind_of_failure_has_a_status() -> None:
+    """The keys every front end maps (missing reasons, launch failures, errors' kinds) are all members."""
+    kinds = {reason.value for reason in MissingReason}
+    kinds |= {failure.value for failure in LaunchFailure} - {"install_cancelled"}  # run: the editor left
+    kinds |= {cls.failure for cls in _every_error_class()}
+    for kind in sorted(kinds):
+        assert ExitStatus.of(kind).name == kind.upper()
+
+
+def _documented(path: Path, heading: str) -> dict[int, str]:
+    text = path.read_text(encoding="utf-8")
+    section = text[text.index(heading) :]
+    section = section[: section.index("\n#", 1)] if "\n#" in section[1:] else section
+    return {int(number): meaning for number, meaning in re.findall(r"^\| (\d+) \| (.+) \|$", section, re.M)}
+
+
+def test_the_readme_lists_every_status_and_the_resolve_contract_agrees() -> None:
+    readme = _documented(PROJECT / "README.md", "### Exit statuses")
+    assert sorted(readme) == sorted(status.value for status in ExitStatus)
+    contract = _documented(PROJECT / "docs" / "resolve-contract.md", "## Exit codes")
+    assert set(contract) <= set(readme)
+    assert "unknown language" in contract[13] and "unknown language" in readme[13]
+    assert contract[10].startswith("missing, installable") and "installable" in readme[10]
