@@ -68,6 +68,7 @@ from kandev_lsp.broker.leases import (
 )
 from kandev_lsp.broker.logs import log_transitions
 from kandev_lsp.broker.peer import ConfigurationAnswerer, LeasePeer, PeerOutput
+from kandev_lsp.broker.requests import DEFAULT_REQUEST_TIMEOUT, RequestBounds
 from kandev_lsp.broker.upstream import UpstreamOptions, connect_upstream
 from kandev_lsp.protocol.jsonrpc import notification
 from kandev_lsp.session import log_event
@@ -120,7 +121,9 @@ class LeaseModeConfig:
         max_message: int = 16 * 1024 * 1024,
         ping_interval: float | None = 20.0,
         close_timeout: float = 5.0,
+        request_timeout: float = DEFAULT_REQUEST_TIMEOUT,
     ) -> None:
+        self.request_timeout = request_timeout
         self.write_timeout = write_timeout
         self.connect_timeout = connect_timeout
         self.shutdown_timeout = shutdown_timeout
@@ -214,6 +217,8 @@ class _Lease:
         self.exit_sent = False
         self.closed_by_broker = False
         self.control_id: str | int | None = None
+        #: Fires at the oldest pending client request's deadline (K15.5).
+        self.expiry: asyncio.TimerHandle | None = None
 
 
 class LeaseMode:
@@ -280,10 +285,15 @@ class LeaseMode:
         )
         if admission.outcome in (Outcome.CREATED, Outcome.QUEUED):
             assert admission.lease_id is not None
+            bounds = RequestBounds(timeout=self.config.request_timeout)
             peer = (
-                LeasePeer(clock=time.monotonic, configuration=self._configuration(owner, query.language))
+                LeasePeer(
+                    clock=time.monotonic,
+                    configuration=self._configuration(owner, query.language),
+                    bounds=bounds,
+                )
                 if self._configuration is not None
-                else LeasePeer(clock=time.monotonic)
+                else LeasePeer(clock=time.monotonic, bounds=bounds)
             )
             self._leases[admission.lease_id] = _Lease(admission.lease_id, execution, query, peer)
         if admission.outcome is Outcome.QUEUED:
@@ -369,6 +379,7 @@ class LeaseMode:
                 continue
             out = lease.peer.from_client(message)
             self._deliver(lease, out)
+            self._arm_expiry(lease)
             if out.client_exit:
                 attachment.close(BrokerCloseCode.NORMAL)
                 break
@@ -521,6 +532,8 @@ class LeaseMode:
                 )
                 lease.end_code = client_close_for_upstream(upstream.close_code)
             lease.ended.set()
+            if lease.expiry is not None:
+                lease.expiry.cancel()
             self.perform(self.book.upstream_ended(lease.lease_id))
             self._leases.pop(lease.lease_id, None)
 
@@ -547,6 +560,23 @@ class LeaseMode:
                 # The client stopped reading: detach it (4009), never block the server (K15.10).
                 self._stalled(lease, attachment)
                 return
+
+    def _arm_expiry(self, lease: _Lease) -> None:
+        """Arm the lease's timer for its oldest pending request, unless one is armed (K15.5). A timer
+        that fires after that request was answered expires nothing and is armed for the next one."""
+        deadline = lease.peer.requests.next_deadline()
+        if lease.expiry is not None or deadline is None or lease.ended.is_set():
+            return
+        delay = max(0.0, deadline - time.monotonic())
+        lease.expiry = asyncio.get_running_loop().call_later(delay, self._expire, lease)
+
+    def _expire(self, lease: _Lease) -> None:
+        """Requests the server did not answer in time: ``$/cancelRequest`` to it, -32803 to their client."""
+        lease.expiry = None
+        if lease.ended.is_set():
+            return
+        self._deliver(lease, lease.peer.expire())
+        self._arm_expiry(lease)
 
     def _stalled(self, lease: _Lease, attachment: _Attachment) -> None:
         if lease.attachment is attachment:

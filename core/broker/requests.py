@@ -26,6 +26,7 @@ from typing import Any, Final, TypeAlias
 from kandev_lsp.protocol.jsonrpc import ErrorCode, RequestId, error_response, notification
 
 __all__ = [
+    "DEFAULT_REQUEST_TIMEOUT",
     "Forward",
     "PendingRequest",
     "Refuse",
@@ -38,6 +39,8 @@ __all__ = [
 ]
 
 CANCEL_METHOD: Final = "$/cancelRequest"
+#: How long a client request may wait for the server's answer before it is cancelled (K15.5).
+DEFAULT_REQUEST_TIMEOUT: Final = 30.0
 _Key: TypeAlias = tuple[int, bool, RequestId]  # generation, is-a-string, id: 1 and "1" are different ids
 
 
@@ -47,7 +50,7 @@ class RequestBounds:
     max_id_bytes: int = 256
     max_tracked_bytes: int = 64 * 1024
     entry_cost: int = 128
-    timeout: float = 30.0
+    timeout: float = DEFAULT_REQUEST_TIMEOUT
 
 
 @dataclass(frozen=True, slots=True)
@@ -211,8 +214,8 @@ class RequestMap:
                 break
             self._forget(entry)
             message = (
-                f"the server did not answer {entry.method[:64]} within {self.bounds.timeout:g} s; "
-                "the broker cancelled it"
+                f"request timed out: the server did not answer {entry.method[:64]} within "
+                f"{self.bounds.timeout:g} s, so the broker cancelled it"
             )
             expired.append(
                 TimedOut(

@@ -49,6 +49,7 @@ from kandev_lsp.broker.modes import BrokerMode
 from kandev_lsp.broker.peer import ConfigurationAnswerer
 from kandev_lsp.broker.plain_http import plain_http_connection
 from kandev_lsp.broker.proxy_mode import ProxyConfig, ProxyMode
+from kandev_lsp.broker.requests import DEFAULT_REQUEST_TIMEOUT
 from kandev_lsp.broker.ticket_route import TicketRoute
 from kandev_lsp.broker.tickets import (
     DEFAULT_TICKET_CAPACITY,
@@ -98,6 +99,9 @@ class BrokerConfig:
     detach_timeout: float = DEFAULT_DETACH_TIMEOUT
     shutdown_timeout: float = 5.0
     cleanup_timeout: float = 10.0
+    #: Lease mode: a client request the server has not answered in this long is cancelled toward the
+    #: server (``$/cancelRequest``) and answered -32803 "request timed out" (K15.5).
+    request_timeout: float = DEFAULT_REQUEST_TIMEOUT
     #: Lease mode: how often a directory that can list its executions is checked for replaced or
     #: removed ones, whose leases then end with ``runtime_stop`` (K12.6).
     directory_poll_interval: float = 1.5
@@ -189,6 +193,7 @@ class BrokerServer:
                     max_message=self.config.max_message,
                     ping_interval=self.config.ping_interval,
                     close_timeout=self.config.close_timeout,
+                    request_timeout=self.config.request_timeout,
                 ),
                 configuration=configuration,
                 suppressed_providers=suppressed_providers,
