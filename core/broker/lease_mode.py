@@ -106,6 +106,8 @@ def plugin_suppressed_providers(plugins: PluginHost) -> SuppressedProviders:
 log = logging.getLogger("kandev_lsp.broker")
 
 _CLIENT_QUEUE = 1024  # messages waiting for a client's writer; more means the client is not reading
+#: Client frames held during an install, until serve's ready; the contract's clients send none.
+_HELD_FRAMES = 256
 
 
 class LeaseModeConfig:
@@ -346,15 +348,8 @@ class LeaseMode:
         return waiting.result() if waiting.done() else BrokerCloseCode.NORMAL
 
     async def _carry(self, lease: _Lease, attachment: _Attachment) -> None:
-        ready = asyncio.ensure_future(lease.ready_event.wait())
-        ended = asyncio.ensure_future(lease.ended.wait())
-        gone = asyncio.ensure_future(attachment.websocket.wait_closed())
-        try:
-            await asyncio.wait({ready, ended, gone}, return_when=asyncio.FIRST_COMPLETED)
-        finally:
-            for future in (ready, ended, gone):
-                future.cancel()
-        if not lease.ready_event.is_set() or lease.ended.is_set() or attachment.closing is not None:
+        held = await self._until_ready(lease, attachment)
+        if held is None:
             return  # the client left during the install, or the lease ended (its close is on its way)
         lease.peer.attach(attachment.generation)
         # "Resumed" tells a client not to initialize again: true only once the server was asked to
@@ -362,27 +357,73 @@ class LeaseMode:
         resumed = lease.peer.resumed
         attachment.send(ready_frame(self._ready_info(lease, resumed)))
         log_event(log, "lease_ready", language=lease.query.language[:32], resumed=int(resumed))
+        for raw in held:
+            if not self._from_client(lease, attachment, raw):
+                return
         async for raw in attachment.websocket:
-            if attachment.closing is not None or lease.attachment is not attachment:
+            if not self._from_client(lease, attachment, raw):
                 break
-            try:
-                message = json.loads(raw)
-            except ValueError:
-                attachment.close(BrokerCloseCode.POLICY_VIOLATION)
-                break
-            if not isinstance(message, dict):
-                attachment.close(BrokerCloseCode.POLICY_VIOLATION)
-                break
-            control = parse_control(message)
-            if control is not None:
-                self._control(lease, attachment, control)
-                continue
-            out = lease.peer.from_client(message)
-            self._deliver(lease, out)
-            self._arm_expiry(lease)
-            if out.client_exit:
-                attachment.close(BrokerCloseCode.NORMAL)
-                break
+
+    async def _until_ready(self, lease: _Lease, attachment: _Attachment) -> list[str | bytes] | None:
+        """Until serve's ``ready`` (during an install): the client's frames are read as they come, a
+        ``stop`` or ``release`` is acted on at once (it cancels the install, K8.14), and every other frame
+        is held, in order, for after ``ready`` (a client frame must not reach serve during its install,
+        which would cancel it). ``None`` when the client left or the lease ended first (a client that
+        leaves during an install leaves it running)."""
+        held: list[str | bytes] = []
+        ready = asyncio.ensure_future(lease.ready_event.wait())
+        ended = asyncio.ensure_future(lease.ended.wait())
+        try:
+            while not lease.ready_event.is_set():
+                receive = asyncio.ensure_future(attachment.websocket.recv())
+                try:
+                    await asyncio.wait({ready, ended, receive}, return_when=asyncio.FIRST_COMPLETED)
+                finally:
+                    if not receive.done():  # cancelling recv() loses no message (websockets)
+                        receive.cancel()
+                        with contextlib.suppress(asyncio.CancelledError, ConnectionClosed):
+                            await receive
+                if receive.done() and not receive.cancelled():
+                    if receive.exception() is not None:
+                        return None  # the client left
+                    raw = receive.result()
+                    stop = _stop_control(raw)
+                    if stop is not None:
+                        self._control(lease, attachment, stop)
+                    elif len(held) < _HELD_FRAMES:
+                        held.append(raw)
+                    else:  # a client that floods before ready is not a client the contract describes
+                        attachment.close(BrokerCloseCode.POLICY_VIOLATION)
+                        return None
+                if lease.ended.is_set() or attachment.closing is not None:
+                    return None
+        finally:
+            ready.cancel()
+            ended.cancel()
+        return None if lease.ended.is_set() or attachment.closing is not None else held
+
+    def _from_client(self, lease: _Lease, attachment: _Attachment, raw: str | bytes) -> bool:
+        """One client frame after ``ready``; False when the client is done (closed or closing)."""
+        if attachment.closing is not None or lease.attachment is not attachment:
+            return False
+        try:
+            message = json.loads(raw)
+        except ValueError:
+            message = None
+        if not isinstance(message, dict):
+            attachment.close(BrokerCloseCode.POLICY_VIOLATION)
+            return False
+        control = parse_control(message)
+        if control is not None:
+            self._control(lease, attachment, control)
+            return True
+        out = lease.peer.from_client(message)
+        self._deliver(lease, out)
+        self._arm_expiry(lease)
+        if out.client_exit:
+            attachment.close(BrokerCloseCode.NORMAL)
+            return False
+        return True
 
     def _control(self, lease: _Lease, attachment: _Attachment, control: Control | ControlError) -> None:
         if isinstance(control, ControlError):
@@ -614,6 +655,11 @@ class LeaseMode:
             if lease.reader is None:
                 self.perform(self.book.upstream_ended(lease.lease_id))
             return
+        if lease.ready is None:
+            # Still installing (K8.14): no LSP to stop, and any other frame would only cancel the
+            # install with 1001. serve's stop frame cancels it, reaps it, and closes 1000 after.
+            await self._stop_frame_and_wait(lease, upstream)
+            return
         out = lease.peer.begin_stop()
         self._deliver(lease, out)
         if not lease.shutdown_done.is_set():
@@ -622,9 +668,13 @@ class LeaseMode:
                     await lease.shutdown_done.wait()
         if not lease.shutdown_done.is_set():  # no answer within the bound: `exit` all the same (K16.2)
             self._to_server(lease, PeerOutput(to_server=[notification("exit")]))
+        await self._stop_frame_and_wait(lease, upstream)
+
+    async def _stop_frame_and_wait(self, lease: _Lease, upstream: ClientConnection) -> None:
+        """serve's stop frame, after `exit` (if any) on the same ordered queue: serve stops the server
+        even if it ignores `exit` (or cancels the install), reaps the tree, and only then closes 1000
+        (docs/stream-contract.md). Not in time: the broker closes the upstream, unconfirmed."""
         lease.exit_sent = True
-        # serve's stop frame, after `exit` on the same ordered queue: serve stops the server even if it
-        # ignores `exit`, reaps its tree, and only then closes 1000 (docs/stream-contract.md).
         lease.outbox.put_nowait(stop_frame())
         with contextlib.suppress(TimeoutError):
             async with asyncio.timeout(self.config.cleanup_timeout):
@@ -657,6 +707,19 @@ class LeaseMode:
         ]
         if tasks:
             await asyncio.wait(tasks, timeout=self.config.shutdown_timeout + self.config.cleanup_timeout + 2)
+
+
+def _stop_control(raw: str | bytes) -> Control | None:
+    """``raw`` as a ``stop`` or ``release`` control frame (the two acted on during an install), else
+    None."""
+    try:
+        message = json.loads(raw)
+    except ValueError:
+        return None
+    control = parse_control(message) if isinstance(message, dict) else None
+    if isinstance(control, Control) and control.name in (ControlName.STOP, ControlName.RELEASE):
+        return control
+    return None
 
 
 def _status_frame(raw: str | bytes) -> dict[str, Any] | None:
