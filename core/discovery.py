@@ -57,7 +57,8 @@ def cache_candidates(language: LanguageSpec, env: TaskEnvironment) -> Iterator[C
 
     kandev-lsp's own layout is ``<cache>/<language>/current/{node_modules/.bin,bin}/<command>``. The flat
     layout of earlier task hosts (``<cache>/node_modules/.bin/<command>``, ``<cache>/<command>``) is
-    searched after it so servers they installed keep working.
+    searched after it so servers they installed keep working. Candidates in ``node_modules/.bin`` are npm
+    launchers, started as ``node <script>`` (:mod:`kandev_lsp.launchers`).
     """
     root = env.cache_root()
     if root is None:
@@ -67,10 +68,14 @@ def cache_candidates(language: LanguageSpec, env: TaskEnvironment) -> Iterator[C
         return
     join = env.host.join
     current = join(root, language.id, "current")
-    yield from in_folder(join(current, "node_modules", ".bin"), language.command, env, "managed cache")
-    yield from in_folder(join(current, "bin"), language.command, env, "managed cache")
-    yield from in_folder(join(root, "node_modules", ".bin"), language.command, env, "managed cache (shared)")
-    yield from in_folder(root, language.command, env, "managed cache (shared)")
+    command = language.command
+    yield from in_folder(
+        join(current, "node_modules", ".bin"), command, env, "managed cache", npm_launcher=True
+    )
+    yield from in_folder(join(current, "bin"), command, env, "managed cache")
+    shared = "managed cache (shared)"
+    yield from in_folder(join(root, "node_modules", ".bin"), command, env, shared, npm_launcher=True)
+    yield from in_folder(root, command, env, shared)
 
 
 def go_bin_folders(env: TaskEnvironment) -> list[tuple[str, str]]:

@@ -48,18 +48,22 @@ class Candidate:
 
     ``source`` names where the candidate came from (``PATH[2]``, ``managed cache``, ``GOBIN``, or a
     plugin's own label). ``skip`` is set when the place was considered but not even looked at (an empty
-    or relative PATH entry, a disabled cache), so ``--explain`` can say why.
+    or relative PATH entry, a disabled cache), so ``--explain`` can say why. ``npm_launcher`` marks an npm
+    ``node_modules/.bin`` launcher in the managed cache: kandev-lsp's own install, started as
+    ``node <script>`` (:mod:`kandev_lsp.launchers`), never through its ``#!/usr/bin/env node``.
     """
 
     path: str
     source: str
     skip: str | None = None
+    npm_launcher: bool = False
 
-    def __init__(self, path: str, source: str, skip: str | None = None) -> None:
+    def __init__(self, path: str, source: str, skip: str | None = None, npm_launcher: bool = False) -> None:
         # Written out: one per candidate, and the generic one of kandev_lsp._values costs more.
         object.__setattr__(self, "path", path)
         object.__setattr__(self, "source", source)
         object.__setattr__(self, "skip", skip)
+        object.__setattr__(self, "npm_launcher", npm_launcher)
 
 
 def executable_names(command: str, env: TaskEnvironment) -> tuple[str, ...]:
@@ -69,11 +73,13 @@ def executable_names(command: str, env: TaskEnvironment) -> tuple[str, ...]:
     return (command,)
 
 
-def in_folder(folder: str, command: str, env: TaskEnvironment, source: str) -> Iterator[Candidate]:
+def in_folder(
+    folder: str, command: str, env: TaskEnvironment, source: str, *, npm_launcher: bool = False
+) -> Iterator[Candidate]:
     """Candidates for ``command`` directly inside ``folder``."""
     join = env.host.join
     for name in executable_names(command, env):
-        yield Candidate(join(folder, name), source)
+        yield Candidate(join(folder, name), source, npm_launcher=npm_launcher)
 
 
 def expand_folders(

@@ -53,6 +53,11 @@ class FileProbe(Protocol):
         """``path`` with every symlink resolved (a folder's true place, for the workspace rule)."""
         ...
 
+    def read_head(self, path: str, limit: int) -> bytes | None:
+        """At most ``limit`` bytes from the start of the regular file at ``path``; None when there is no
+        such file or it cannot be read (an install's receipt, an npm launcher's ``#!`` line)."""
+        ...
+
 
 _PROC_FD = "/proc/self/fd"
 _O_PATH = getattr(os, "O_PATH", 0)
@@ -112,7 +117,27 @@ class LocalFileProbe:
     def real_path(self, path: str) -> str:
         if self._foreign:  # no symlink of that host can be read here: the path as written, normalized
             return self._paths.normpath(path) if path else path
+        if self._fd_paths and path:  # one kernel walk, as for probe(); realpath for a path that is not there
+            try:
+                fd = os.open(path, _O_PATH | os.O_CLOEXEC)
+            except (OSError, ValueError):
+                return os.path.realpath(path)
+            try:
+                return os.readlink(f"{_PROC_FD}/{fd}")
+            finally:
+                os.close(fd)
         return os.path.realpath(path)
+
+    def read_head(self, path: str, limit: int) -> bytes | None:
+        if self._foreign:
+            return None
+        try:
+            with open(path, "rb") as handle:
+                if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
+                    return None
+                return handle.read(limit)
+        except (OSError, ValueError):
+            return None
 
     def is_within(self, path: str, folder: str) -> bool:
         if not folder:

@@ -73,6 +73,10 @@ class Resolution:
     message: str = ""
     installable: bool = False
     trail: tuple[ExplainStep, ...] = field(default=(), repr=False)
+    #: The program part of ``argv`` (``argv`` less the language's arguments): ``(executable,)``, or for a
+    #: server kandev-lsp installed with npm ``(node, script)`` (:mod:`kandev_lsp.launchers`). Run it with
+    #: other arguments (``--version``) to run the same server.
+    command: tuple[str, ...] = ()
 
     # The numbers are the front ends' (close codes: the stream's; exit codes: ``resolve``'s), kept in
     # the import-free :mod:`kandev_lsp.codes` so that ``resolve --json`` reports them without importing
@@ -150,15 +154,26 @@ class Resolver:
             if refusal:
                 trail.append(ExplainStep(candidate.source, candidate.path, "rejected", refusal))
                 continue
-            trail.append(ExplainStep(candidate.source, candidate.path, "taken", "exists and is executable"))
+            command: tuple[str, ...] = (candidate.path,)
+            taken = "exists and is executable"
+            if candidate.npm_launcher:  # kandev-lsp's own npm install: node <script>, never env's node
+                from kandev_lsp.launchers import npm_launch
+
+                launch = npm_launch(candidate.path, result.real_path, gate)
+                if launch.refusal is not None:
+                    trail.append(ExplainStep(candidate.source, candidate.path, "rejected", launch.refusal))
+                    continue
+                command, taken = launch.command, f"{taken}; {launch.note}"
+            trail.append(ExplainStep(candidate.source, candidate.path, "taken", taken))
             return Resolution(
                 spec.id,
                 True,
                 executable=candidate.path,
-                argv=(candidate.path, *spec.args),
+                argv=(*command, *spec.args),
                 source=candidate.source,
                 message=f"{spec.display_name}: {candidate.path}",
                 trail=tuple(trail),
+                command=command,
             )
         return self._missing(spec, task, gate, tuple(trail))
 

@@ -120,11 +120,18 @@ class TableProbe:
     """A filesystem made of a table: ``{path: status}``; paths compare case-insensitively on Windows.
 
     Every probed path is recorded in :attr:`probed`, so a test can assert what was (not) looked at.
+    ``contents`` gives the bytes :meth:`read_head` returns for a path (an install's receipt).
     """
 
-    def __init__(self, files: Mapping[str, ProbeStatus], host: HostPlatform) -> None:
+    def __init__(
+        self,
+        files: Mapping[str, ProbeStatus],
+        host: HostPlatform,
+        contents: Mapping[str, bytes] | None = None,
+    ) -> None:
         self._windows = host.is_windows
         self._files = {self._key(path): status for path, status in files.items()}
+        self._contents = {self._key(path): data for path, data in (contents or {}).items()}
         self.probed: list[str] = []
 
     def _key(self, path: str) -> str:
@@ -137,6 +144,10 @@ class TableProbe:
 
     def real_path(self, path: str) -> str:
         return path  # a table has no symlinks
+
+    def read_head(self, path: str, limit: int) -> bytes | None:
+        data = self._contents.get(self._key(path))
+        return None if data is None else data[:limit]
 
     def is_within(self, path: str, folder: str) -> bool:
         if not folder:

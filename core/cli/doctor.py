@@ -61,7 +61,7 @@ def run_doctor(args: argparse.Namespace) -> int:
             "installerAvailable": plugins.installer_available(spec, task.host),
         }
         if resolution.found and resolution.executable and spec.version_args and not args.no_version:
-            run = run_briefly([resolution.executable, *spec.version_args], probe_env, timeout=VERSION_TIMEOUT)
+            run = run_briefly([*resolution.command, *spec.version_args], probe_env, timeout=VERSION_TIMEOUT)
             entry["serverVersion"] = run.summary if run.ok else None
         server = managed.get(spec.id)
         entry["managed"] = (

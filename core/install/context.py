@@ -81,13 +81,24 @@ class InstallContext:
 class Staged:
     """What an installer put into the staging folder.
 
-    ``executable`` is relative to the staging folder, ``/``-separated.
+    ``executable`` is relative to the staging folder, ``/``-separated. For a server started by an
+    interpreter (an npm package's script), ``interpreter`` is that interpreter's absolute path and
+    ``script`` the script, relative like ``executable``: it is verified, and later started, as
+    ``interpreter script`` (see :class:`~kandev_lsp.install.receipts.InstallReceipt`).
     """
 
     executable: str
     source: str
     toolchain: dict[str, str] = field(default_factory=dict)
     sha256: str | None = None
+    interpreter: str | None = None
+    script: str | None = None
+
+    def command(self, folder: Path) -> list[str]:
+        """How to start the server staged in ``folder`` (its arguments not included)."""
+        if self.interpreter is not None and self.script is not None:
+            return [self.interpreter, str(folder.joinpath(*self.script.split("/")))]
+        return [str(folder.joinpath(*self.executable.split("/")))]
 
 
 def in_task(
@@ -131,6 +142,11 @@ async def run_tool(
 
     try:
         command, tool_env = in_task(ctx, argv, env)
+    except CommandNotFoundError as exc:
+        raise _missing_tool(ctx, argv[0], exc.reason, missing) from exc
+    except ProcessStartError as exc:
+        raise InstallError(ctx.language, f"cannot install the {ctx.language} server: {exc}") from exc
+    try:
         result = await run(
             command,
             env=tool_env,
@@ -140,13 +156,6 @@ async def run_tool(
             supervisor=ctx.supervisor,
             owner_tokens=ctx.owner_tokens,
         )
-    except CommandNotFoundError as exc:
-        raise ToolchainMissingError(
-            ctx.language,
-            f"cannot install the {ctx.language} server: {argv[0]} was not found on the task's PATH"
-            + (f" outside the task workspace ({exc.reason})" if IN_WORKSPACE in exc.reason else "")
-            + f". {missing}",
-        ) from exc
     except ProcessStartError as exc:
         raise InstallError(ctx.language, f"cannot install the {ctx.language} server: {exc}") from exc
     except ProcessTimeout as exc:
@@ -163,6 +172,33 @@ async def run_tool(
             output=result.output,
         )
     return result
+
+
+def trusted_tool(ctx: InstallContext, command: str, *, missing: str) -> str:
+    """Where the task's ``command`` is, by the one lookup (never inside the workspace): what an installer
+    runs, and what it records (the ``node`` an npm install's server is started with).
+
+    :raises ToolchainMissingError: there is no usable ``command``; ``missing`` says what to do.
+    :raises InstallError: ``command`` was found but may not run (e.g. a relative path).
+    """
+    from kandev_lsp.process import CommandNotFoundError, ProcessStartError, locate_executable
+
+    env = ctx.task.env
+    try:
+        return locate_executable(command, env, ctx.task.workspace, LocalFileProbe(env.host))
+    except CommandNotFoundError as exc:
+        raise _missing_tool(ctx, command, exc.reason, missing) from exc
+    except ProcessStartError as exc:
+        raise InstallError(ctx.language, f"cannot install the {ctx.language} server: {exc}") from exc
+
+
+def _missing_tool(ctx: InstallContext, command: str, reason: str, missing: str) -> ToolchainMissingError:
+    return ToolchainMissingError(
+        ctx.language,
+        f"cannot install the {ctx.language} server: {command} was not found on the task's PATH"
+        + (f" outside the task workspace ({reason})" if IN_WORKSPACE in reason else "")
+        + f". {missing}",
+    )
 
 
 async def tool_output(ctx: InstallContext, argv: Sequence[str], *, timeout: float = 30.0) -> str | None:
@@ -245,4 +281,5 @@ __all__ = [
     "public_url",
     "run_tool",
     "tool_output",
+    "trusted_tool",
 ]

@@ -352,10 +352,9 @@ class InstallManager:
             )
             staged = await self._run_installer(plan, ctx)
             fanout.phase("verifying", f"checking that {spec.command} {plan.version} runs")
-            executable = staging.joinpath(*staged.executable.split("/"))
             said = await verify_server(
                 spec,
-                str(executable),
+                staged.command(staging),
                 task,
                 cwd=str(scratch),
                 timeout=self._verify_timeout,
@@ -399,6 +398,8 @@ class InstallManager:
             installed_at=utc_now(),
             toolchain=staged.toolchain,
             sha256=staged.sha256,
+            interpreter=staged.interpreter,
+            script=staged.script,
         )
 
     def _plugin_of(self, language: str) -> tuple[str, str]:

@@ -6,6 +6,12 @@ treats it as the project root and never walks up to a stray ``package.json`` in 
 
 npm is run with the task's environment and without registry, proxy or cache-location flags, so the user's npm
 configuration (``npm_config_*`` variables, ``~/.npmrc``) decides where packages come from.
+
+The server's interpreter is decided here, once: the task's ``node`` found by the one lookup (never a file
+inside the workspace). npm itself runs on that node (``node npm-cli.js`` when npm's launcher is a node
+script, as Debian's and nvm's are), the new server is verified as ``node <script>`` (the package's ``bin``
+entry), and both are recorded in the receipt, so every later start uses the same node the same way
+(:mod:`kandev_lsp.launchers`; issue 17 item 1).
 """
 
 from __future__ import annotations
@@ -13,6 +19,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import posixpath
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -66,19 +73,64 @@ def npm_package_version(launcher: str) -> str | None:
     return None
 
 
-async def _toolchain(ctx: InstallContext) -> dict[str, str]:
+def npm_command(node: str, npm: str) -> list[str]:
+    """How to start ``npm`` (the launcher the lookup found) so that it runs on ``node``: ``[node,
+    npm-cli.js]`` when the launcher is (a link to) a node script; else the launcher itself (``npm.cmd``),
+    which then finds node on the reduced PATH kandev-lsp's tools get (no entry inside the workspace)."""
+    from kandev_lsp.launchers import runs_on_node
+
+    real = os.path.realpath(npm)
+    with contextlib.suppress(OSError), open(real, "rb") as handle:
+        if runs_on_node(handle.read(256)):
+            return [node, real]
+    return [npm]
+
+
+def bin_script(prefix: Path, recipe: NpmRecipe) -> str | None:
+    """The script ``recipe.bin`` runs, relative to ``prefix`` (``node_modules/pyright/langserver.index.js``),
+    from the ``bin`` entry of the pinned package that declares it; None when none does."""
+    for package in recipe.packages:
+        folder = f"node_modules/{package.name}"
+        with contextlib.suppress(OSError, ValueError):
+            bins = json.loads((prefix / folder / "package.json").read_text(encoding="utf-8")).get("bin")
+            if isinstance(bins, str):  # "bin": "cli.js" names the package's own command
+                bins = {package.name.rsplit("/", 1)[-1]: bins}
+            target = bins.get(recipe.bin) if isinstance(bins, dict) else None
+            if isinstance(target, str):
+                script = posixpath.normpath(posixpath.join(folder, target.replace("\\", "/")))
+                if script.startswith(folder + "/") and (prefix / script).is_file():
+                    return script
+    return None
+
+
+def _script(ctx: InstallContext, recipe: NpmRecipe, launcher: str) -> str:
+    """The staged server's script: the package's ``bin`` entry, else where the ``.bin`` link points."""
+    from kandev_lsp.install.errors import InstallError
+
+    script = bin_script(ctx.staging, recipe)
+    if script is not None:
+        return script
+    real = Path(os.path.realpath(ctx.staging / launcher))
+    modules = Path(os.path.realpath(ctx.staging / "node_modules"))
+    if real.is_file() and modules in real.parents and real.parent.name != ".bin":
+        return real.relative_to(os.path.realpath(ctx.staging)).as_posix()
+    raise InstallError(
+        ctx.language,
+        f"the installer finished but no pinned package declares the {recipe.bin} command in its package.json "
+        f"bin entry, so kandev-lsp cannot tell which script {launcher} runs. Report this to the "
+        f"{ctx.language} plugin's authors.",
+    )
+
+
+async def _toolchain(ctx: InstallContext, node: str, npm: str) -> dict[str, str]:
     """node and npm versions for the receipt: ``node --version`` (milliseconds) and npm's package.json."""
     from kandev_lsp.install.context import tool_output
-    from kandev_lsp.install.toolchains import find_on_path
 
     toolchain: dict[str, str] = {}
-    node = await tool_output(ctx, ["node", "--version"])
-    if node:
-        toolchain["node"] = node.strip().removeprefix("v")
-    launcher = find_on_path("npm", ctx.task)
-    version = npm_package_version(launcher) if launcher else None
-    if version is None and launcher:
-        version = await tool_output(ctx, ["npm", "--version"])
+    version = await tool_output(ctx, [node, "--version"])
+    if version:
+        toolchain["node"] = version.strip().removeprefix("v")
+    version = npm_package_version(npm) or await tool_output(ctx, [*npm_command(node, npm), "--version"])
     if version:
         toolchain["npm"] = version.strip().splitlines()[-1]
     return toolchain
@@ -100,27 +152,25 @@ def _source(staging: Path, recipe: NpmRecipe) -> str:
 
 
 async def install_npm(ctx: InstallContext) -> Staged:
-    from kandev_lsp.install.context import Staged, alongside, find_executable, run_tool
+    from kandev_lsp.install.context import Staged, alongside, find_executable, run_tool, trusted_tool
 
     recipe = ctx.recipe
     assert isinstance(recipe, NpmRecipe)
+    missing = MISSING.format(engine=recipe.node_engine)
+    npm = trusted_tool(ctx, "npm", missing=missing)
+    node = trusted_tool(ctx, "node", missing=missing)  # the server's interpreter, recorded in the receipt
     (ctx.staging / "package.json").write_text('{"private": true}\n', encoding="utf-8")
-    argv = npm_argv(recipe, str(ctx.staging))
+    argv = [*npm_command(node, npm), *npm_argv(recipe, str(ctx.staging))[1:]]
     what = "npm install " + " ".join(package.spec for package in recipe.packages)
     ctx.fanout.phase("installing", what)
     # Tool versions are asked for while npm installs, so they cost no wall time.
     _, toolchain = await alongside(
-        run_tool(
-            ctx,
-            argv,
-            what=what,
-            advice=ADVICE.format(language=ctx.language),
-            missing=MISSING.format(engine=recipe.node_engine),
-        ),
-        _toolchain(ctx),
+        run_tool(ctx, argv, what=what, advice=ADVICE.format(language=ctx.language), missing=missing),
+        _toolchain(ctx, node, npm),
     )
     executable = find_executable(ctx, "node_modules/.bin", recipe.bin)
-    return Staged(executable, _source(ctx.staging, recipe), toolchain)
+    script = _script(ctx, recipe, executable)
+    return Staged(executable, _source(ctx.staging, recipe), toolchain, interpreter=node, script=script)
 
 
 class NpmInstaller:

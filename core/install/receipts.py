@@ -3,6 +3,9 @@
 The receipt is written into the staging folder before it is renamed into ``versions/``, so a version
 folder and its receipt appear together, atomically. It records what was installed, from where, with which
 toolchain, and when; never installer output or environment values (which may hold tokens).
+
+The resolver reads receipts too (how an npm install is started: :mod:`kandev_lsp.launchers`), so reading
+stays light: what only writing needs (``tempfile``, ``datetime``) is imported where it is used.
 """
 
 from __future__ import annotations
@@ -10,12 +13,11 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import tempfile
 from collections.abc import Mapping
-from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
+
+from kandev_lsp._values import dataclass, field
 
 SCHEMA = "kandev-lsp/install-receipt"
 SCHEMA_VERSION = 1
@@ -31,6 +33,12 @@ class InstallReceipt:
     cache can be moved. ``source`` is where the files came from: the npm registry as configured for the
     task, the Go proxy setting, or the download URL (credentials removed). ``toolchain`` holds tool
     versions (``node``, ``npm``, ``go``).
+
+    ``interpreter`` and ``script`` say how a server that needs one is started: for an npm install, the
+    ``node`` kandev-lsp located by its trusted lookup (the one npm ran with, absolute) and the package's
+    script relative to ``directory`` (``node_modules/pyright/langserver.index.js``), started as
+    ``interpreter script``, never through the launcher's ``#!/usr/bin/env node`` (issue 17 item 1).
+    None for kinds that produce an executable, and in receipts written before they were recorded.
     """
 
     language: str
@@ -45,6 +53,8 @@ class InstallReceipt:
     installed_at: str
     toolchain: Mapping[str, str] = field(default_factory=dict)
     sha256: str | None = None
+    interpreter: str | None = None
+    script: str | None = None
     directory: str = ""
 
     @property
@@ -67,6 +77,8 @@ class InstallReceipt:
             "executable": self.executable,
             "installedAt": self.installed_at,
             "toolchain": dict(self.toolchain),
+            "interpreter": self.interpreter,
+            "script": self.script,
         }
 
     @classmethod
@@ -96,6 +108,8 @@ class InstallReceipt:
             packages = data["packages"]
             toolchain = data.get("toolchain") or {}
             sha256 = data.get("sha256")
+            interpreter = data.get("interpreter")
+            script = data.get("script")
         except KeyError:
             return None
         if not all(isinstance(value, str) for value in text.values()):
@@ -107,8 +121,10 @@ class InstallReceipt:
         if sha256 is not None and not isinstance(sha256, str):
             return None
         executable = text["executable"]
-        if executable.startswith("/") or ".." in executable.split("/"):
+        if not _inside(executable) or (script is not None and not _inside(script)):
             return None  # a receipt never points outside its own folder
+        if interpreter is not None and not (isinstance(interpreter, str) and interpreter):
+            return None  # the path the trusted lookup found (checked again, by its rules, at each start)
         return cls(
             language=text["language"],
             plugin=text["plugin"],
@@ -122,17 +138,28 @@ class InstallReceipt:
             installed_at=text["installedAt"],
             toolchain=dict(toolchain),
             sha256=sha256,
+            interpreter=interpreter,
+            script=script,
             directory=directory,
         )
 
 
+def _inside(relative: object) -> bool:
+    """Whether ``relative`` is a ``/``-separated path that stays inside the receipt's folder."""
+    return isinstance(relative, str) and not relative.startswith("/") and ".." not in relative.split("/")
+
+
 def utc_now() -> str:
     """The current time as an ISO 8601 UTC timestamp (``2026-11-30T04:41:16Z``)."""
+    from datetime import UTC, datetime
+
     return datetime.now(UTC).replace(microsecond=0).isoformat().replace("+00:00", "Z")
 
 
 def write_receipt(receipt: InstallReceipt, directory: str | os.PathLike[str]) -> None:
     """Write ``receipt.json`` into ``directory`` atomically (a temporary file beside it, then rename)."""
+    import tempfile
+
     text = json.dumps(receipt.to_json(), indent=2) + "\n"
     handle, temporary = tempfile.mkstemp(prefix=".receipt-", suffix=".tmp", dir=directory)
     try:
@@ -148,8 +175,21 @@ def write_receipt(receipt: InstallReceipt, directory: str | os.PathLike[str]) ->
 def read_receipt(directory: str | os.PathLike[str]) -> InstallReceipt | None:
     """The receipt in ``directory``, or None when there is none or it cannot be understood."""
     try:
-        with open(os.path.join(directory, RECEIPT_NAME), encoding="utf-8") as stream:
-            data = json.load(stream)
-    except (OSError, ValueError):
+        with open(os.path.join(directory, RECEIPT_NAME), "rb") as stream:
+            return parse_receipt(stream.read(MAX_RECEIPT_BYTES), str(directory))
+    except OSError:
         return None
-    return InstallReceipt.from_json(data, str(directory))
+
+
+#: A receipt is well under a kilobyte; more than this is not one.
+MAX_RECEIPT_BYTES = 64 * 1024
+
+
+def parse_receipt(data: bytes | None, directory: str) -> InstallReceipt | None:
+    """The receipt whose bytes are ``data`` (read from ``directory``), or None when it is not one."""
+    if data is None or len(data) >= MAX_RECEIPT_BYTES:
+        return None
+    try:
+        return InstallReceipt.from_json(json.loads(data), directory)
+    except ValueError:  # not JSON, not UTF-8
+        return None

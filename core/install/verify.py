@@ -30,7 +30,7 @@ SHUTDOWN_GRACE = 2.0
 
 async def verify_server(
     spec: LanguageSpec,
-    executable: str,
+    command: str | Sequence[str],
     task: Task,
     *,
     cwd: str,
@@ -38,17 +38,21 @@ async def verify_server(
     supervisor: Any = None,
     owner_tokens: Sequence[str] = (),
 ) -> str:
-    """Check that ``executable`` serves ``spec``; return what it said (its version, or a summary).
-    ``owner_tokens`` mark the server's processes like the install's others (a dead install's are swept).
+    """Check that the server ``command`` starts serves ``spec``; return what it said (its version, or a
+    summary). ``command`` is the executable, or the interpreter and script it is started with
+    (``[node, .../langserver.index.js]``: an npm install, never through its ``#!/usr/bin/env node``), without
+    the language's arguments. ``owner_tokens`` mark the server's processes like the install's others (a
+    dead install's are swept).
 
     :raises VerificationError: it could not start, failed, or did not answer within ``timeout``.
     """
+    program = [command] if isinstance(command, str) else list(command)
     if spec.version_args:
         return await _version_check(
-            spec, executable, task, cwd=cwd, timeout=timeout, supervisor=supervisor, owner_tokens=owner_tokens
+            spec, program, task, cwd=cwd, timeout=timeout, supervisor=supervisor, owner_tokens=owner_tokens
         )
     return await _initialize_check(
-        spec, executable, task, cwd=cwd, timeout=timeout, supervisor=supervisor, owner_tokens=owner_tokens
+        spec, program, task, cwd=cwd, timeout=timeout, supervisor=supervisor, owner_tokens=owner_tokens
     )
 
 
@@ -64,7 +68,7 @@ def _failed(spec: LanguageSpec, what: str, output: str = "") -> VerificationErro
 
 async def _version_check(
     spec: LanguageSpec,
-    executable: str,
+    program: list[str],
     task: Task,
     *,
     cwd: str,
@@ -74,7 +78,7 @@ async def _version_check(
 ) -> str:
     from kandev_lsp.process import ProcessStartError, ProcessTimeout, run
 
-    argv = [executable, *spec.version_args]
+    argv = [*program, *spec.version_args]
     try:
         result = await run(
             argv,
@@ -112,7 +116,7 @@ def initialize_params() -> dict[str, Any]:
 
 async def _initialize_check(
     spec: LanguageSpec,
-    executable: str,
+    program: list[str],
     task: Task,
     *,
     cwd: str,
@@ -125,7 +129,7 @@ async def _initialize_check(
 
     try:
         process = await spawn(
-            [executable, *spec.args],
+            [*program, *spec.args],
             env=task.env,
             cwd=cwd,
             stdin=True,

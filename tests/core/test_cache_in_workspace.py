@@ -138,10 +138,21 @@ def test_a_home_linked_into_the_workspace_is_inside_it(tmp_path: Path) -> None:
 
 def test_windows_a_userprofile_workspace_refuses_its_cache_case_insensitively() -> None:
     windows = HostPlatform("windows", "x86_64")
-    server = (
-        "C:\\Users\\Ann\\.kandev\\lsp-servers\\python\\current\\node_modules\\.bin\\pyright-langserver.cmd"
+    current = "C:\\Users\\Ann\\.kandev\\lsp-servers\\python\\current"
+    server = current + "\\node_modules\\.bin\\pyright-langserver.cmd"
+    node, script = "C:\\nodejs\\node.exe", current + "\\node_modules\\pyright\\langserver.index.js"
+    receipt = {
+        "schema": "kandev-lsp/install-receipt", "version": 1, "language": "python", "plugin": "python",
+        "pluginVersion": "0.1.0", "recipe": "npm", "serverVersion": "1.1.414", "packages": [],
+        "identity": "npm pyright@1.1.414", "source": "npm registry", "installedAt": "2026-12-01T00:00:00Z",
+        "executable": "node_modules/.bin/pyright-langserver.cmd", "interpreter": node,
+        "script": "node_modules/pyright/langserver.index.js",
+    }  # fmt: skip
+    probe = TableProbe(
+        {server: ProbeStatus.OK, script: ProbeStatus.OK, node: ProbeStatus.OK},
+        windows,
+        contents={current + "\\receipt.json": json.dumps(receipt).encode()},
     )
-    probe = TableProbe({server: ProbeStatus.OK}, windows)
     host = make_plugin_host(kandev_lsp_python, kandev_lsp_go)
     task = make_task("c:\\users\\ann", path=[], extra={"USERPROFILE": "C:\\Users\\Ann"}, host=windows)
     resolution = resolve_in(host, "python", task, probe)

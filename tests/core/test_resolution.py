@@ -22,6 +22,20 @@ WINDOWS = HostPlatform("windows", "x86_64")
 OK = ProbeStatus.OK
 
 
+def windows_receipt(**fields: str) -> bytes:
+    """The receipt an npm install writes (only what the resolver reads varies)."""
+    import json
+
+    base = {
+        "schema": "kandev-lsp/install-receipt", "version": 1, "language": "python", "plugin": "python",
+        "pluginVersion": "0.1.0", "recipe": "npm", "serverVersion": "1.1.414", "packages": ["pyright@1.1.414"],
+        "identity": "npm pyright@1.1.414", "source": "npm registry", "sha256": None,
+        "executable": "node_modules/.bin/pyright-langserver.cmd", "installedAt": "2026-12-01T00:00:00Z",
+        "toolchain": {},
+    }  # fmt: skip
+    return json.dumps(base | fields).encode()
+
+
 @pytest.fixture
 def plugins() -> PluginHost:
     return make_plugin_host(
@@ -271,11 +285,19 @@ def test_windows_userprofile_cache_and_go_bin(plugins: PluginHost) -> None:
     resolution = resolve_in(plugins, "go", task, go_bin)
     assert resolution.executable == r"C:\Users\me\go\bin\gopls.exe"
     assert resolution.source == "$USERPROFILE/go/bin"
+    # An npm install: the .cmd shim is what is found; it is started as node and the recorded script.
+    current = r"C:\Users\me\.kandev\lsp-servers\python\current"
+    node, script = r"C:\Program Files\nodejs\node.exe", current + r"\node_modules\pyright\langserver.index.js"
+    receipt = {"interpreter": node, "script": "node_modules/pyright/langserver.index.js"}
     cached = TableProbe(
-        {r"C:\Users\me\.kandev\lsp-servers\python\current\node_modules\.bin\pyright-langserver.cmd": OK},
+        {current + r"\node_modules\.bin\pyright-langserver.cmd": OK, script: OK, node: OK},
         WINDOWS,
+        contents={current + r"\receipt.json": windows_receipt(**receipt)},
     )
-    assert resolve_in(plugins, "python", task, cached).source == "managed cache"
+    found = resolve_in(plugins, "python", task, cached)
+    assert found.source == "managed cache"
+    assert found.executable == current + r"\node_modules\.bin\pyright-langserver.cmd"
+    assert found.argv == (node, script, "--stdio")
 
 
 def test_rust_has_no_installer_on_windows_but_a_manual_install_resolves(plugins: PluginHost) -> None:

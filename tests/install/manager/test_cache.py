@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 from pathlib import Path
@@ -46,6 +47,9 @@ def test_receipts_round_trip_and_record_where_they_were_read(tmp_path: Path) -> 
     data = json.loads((tmp_path / RECEIPT_NAME).read_text())
     assert data["schema"] == "kandev-lsp/install-receipt" and data["version"] == 1
     assert [p.name for p in tmp_path.iterdir()] == [RECEIPT_NAME]  # no temporary file left
+    npm = receipt(interpreter="/usr/bin/node", script="node_modules/pyright/langserver.index.js")
+    write_receipt(npm, tmp_path)
+    assert read_receipt(tmp_path) == dataclasses.replace(npm, directory=str(tmp_path))
 
 
 @pytest.mark.parametrize(
@@ -57,6 +61,10 @@ def test_receipts_round_trip_and_record_where_they_were_read(tmp_path: Path) -> 
         {"executable": "/bin/sh"},
         {"packages": "not a list"},
         {"identity": 3},
+        {"script": "../../node_modules/evil.js"},
+        {"script": "/tmp/evil.js"},
+        {"interpreter": ""},
+        {"interpreter": ["node"]},
     ],
 )
 def test_receipts_this_version_cannot_trust_read_as_none(tmp_path: Path, change: dict[str, object]) -> None:

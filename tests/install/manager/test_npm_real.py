@@ -58,7 +58,7 @@ def check_found_and_answers_initialize(language: str, task: Task) -> None:
     spec = dataclasses.replace(plugins.language(language), version_args=())
     scratch = Path(task.workspace).parent / "scratch"
     scratch.mkdir(exist_ok=True)
-    asyncio.run(verify_server(spec, resolution.executable, task, cwd=str(scratch), timeout=60))
+    asyncio.run(verify_server(spec, resolution.command, task, cwd=str(scratch), timeout=60))
 
 
 def check_home_untouched(task: Task) -> None:
