@@ -48,9 +48,9 @@ def test_a_default_workspace_read_is_published_workspace_and_partial(files: list
         "kind": "partial", "filesWithDiagnostics": 2, "filesOpen": 1, "eligibleFiles": 3, "ratio": 0.667,
     }  # fmt: skip
     assert snapshot["freshness"] == {
-        "settled": True, "states": {"current": 1, "unversioned": 1}, "lastPublishedMsAgo": 10000,
+        "settled": True, "states": {"current": 2}, "lastPublishedMsAgo": 10000,
     }  # fmt: skip
-    assert snapshot["documents"] == [{"path": "b.py", "state": "unversioned"}]  # only rows worth a look
+    assert snapshot["documents"] == []  # only rows worth a look
     assert [p["path"] for p in snapshot["problems"]] == ["a.py", "b.py", "a.py"]  # errors first
 
 
@@ -67,10 +67,11 @@ def test_even_every_file_published_stays_partial_without_activation(files: list[
     ("document_version", "publication", "now", "status", "state"),
     [
         (4, Published(4, (), 10.0), 11.0, "current", "current"),
-        (4, Published(4, (), 10.0), 10.2, "settling", "current"),  # inside the quiescence window
-        (5, Published(4, (_error(0),), 10.0), 11.0, "stale", "stale"),
-        (5, None, 11.0, "pending", "pending"),
-        (None, Published(None, (), 10.0), 11.0, "current", "unversioned"),
+        (4, Published(4, (), 10.0), 10.05, "settling", "settling"),  # progress may follow it: a grace
+        (5, Published(4, (_error(0),), 10.0), 11.0, "settling", "stale"),  # awaiting version 5
+        (5, None, 11.0, "settling", "pending"),  # awaiting the first publication
+        (None, Published(None, (), 10.0), 11.0, "current", "current"),  # unversioned and quiet
+        (None, Published(None, (), 10.0), 10.2, "settling", "settling"),  # inside the quiet window
     ],
 )
 def test_file_status_and_freshness(

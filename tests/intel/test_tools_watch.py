@@ -198,3 +198,43 @@ def test_open_makes_the_instance_before_any_file_is_watched(
     assert not without.open() and not without.active
     without.drain()
     assert not without.unchanged(str(target), root)  # a stat per file, as before
+
+
+def test_the_whole_tree_is_watched_and_a_lost_watch_is_caught_up(tmp_path: Path, disk: DiskWatch) -> None:
+    """Issue 20 item 3: every folder of a project is watched (vendored ones skipped), so a file no tool
+    asked about is reported written, created or deleted; a new folder's files count as created; after
+    the watches were lost, walking the tree again reports what changed meanwhile."""
+    root, target, src = _tree(tmp_path)
+    other = src / "other.py"
+    other.write_text("a = 1\n")
+    vendored = Path(root) / "node_modules" / "dep.js"
+    vendored.parent.mkdir()
+    vendored.write_text("x\n")
+    disk.drain()
+    assert not disk.walked(root)
+    disk.watch_tree(root)
+    assert disk.walked(root) and disk.created == set() and disk.modified == set()
+    layout = disk.layout
+    other.write_text("a = 2\n")
+    vendored.write_text("y\n")
+    new = src / "new.py"
+    new.write_text("b = 1\n")
+    (Path(root) / "pkg2").mkdir()
+    (Path(root) / "pkg2" / "mod.py").write_text("c = 1\n")
+    disk.drain()
+    assert disk.modified == {str(other)}
+    assert disk.created == {str(new), str(Path(root) / "pkg2" / "mod.py")}  # the new folder's listed too
+    (Path(root) / "pkg2" / "later.py").write_text("d = 1\n")  # and it is watched from then on
+    disk.drain()
+    assert str(Path(root) / "pkg2" / "later.py") in disk.created
+    assert disk.layout == layout  # entries of folders only the tree watches leave path checks alone
+    new.unlink()
+    disk.drain()
+    assert disk.removed == {str(new)}
+    disk.close()  # the watches are lost (as on an overflow): changes meanwhile are found by the stamps
+    other.write_text("a = 333\n")
+    target.unlink()
+    assert not disk.walked(root)
+    disk.drain()
+    disk.watch_tree(root)
+    assert disk.modified == {str(other)} and str(target) in disk.removed

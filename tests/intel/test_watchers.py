@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from kandev_lsp.intel.runtime.watchers import CREATED, DELETED, wanted_events
+from kandev_lsp.intel.runtime.watchers import CHANGED, CREATED, DELETED, wanted_events
 
 
 def _uri(path: str) -> str:
@@ -50,3 +50,13 @@ def test_a_watchers_kind_and_pattern_shape_decide(
 def test_no_registration_no_events() -> None:
     assert _events([], ["/w/a.py"]) == []
     assert _events([None, {"watchers": "x"}], ["/w/a.py"]) == []
+
+
+def test_written_files_are_change_events_where_a_watcher_asks_for_changes() -> None:
+    """Issue 20 item 3: a file written on disk that no tool opened reaches the server as a change."""
+    options = [{"watchers": [{"globPattern": "**/*.py", "kind": 2}, {"globPattern": "**/*.md", "kind": 1}]}]
+    events = wanted_events(options, [], [], _uri, changed=["/w/b.py", "/w/a.py", "/w/notes.md"])
+    assert [(event["uri"], event["type"]) for event in events] == [
+        ("file:///w/a.py", CHANGED),
+        ("file:///w/b.py", CHANGED),
+    ]

@@ -86,9 +86,6 @@ MIN_COMMAND_TIMEOUT: Final = 5.0
 MAX_OBSERVED: Final = 2000
 #: Seconds post-edit diagnostics may take at least, whatever is left of the call's deadline.
 POST_EDIT_WAIT: Final = 5.0
-#: Seconds without any publication from a server, after an edit, before a file whose last publication was
-#: empty (and that got no new one) counts as ``quiet`` instead of being waited for (trial finding B).
-UNCHANGED_QUIET: Final = 1.0
 #: Seconds the post-edit window may go on waiting for publications about untouched files to go quiet.
 ELSEWHERE_WAIT: Final = 2.0
 #: Untouched files whose new publications a receipt compares at most.
@@ -134,8 +131,6 @@ class _CommandRun:
     #: Server edits being applied now, and when the last one started (monotonic seconds).
     busy: int = 0
     last_activity: float = 0.0
-    #: Absolute path -> when (the loop's clock) the servers were sent its new text.
-    changed_at: dict[str, float] = field(default_factory=dict)
 
     async def settle(self, grace: float) -> None:
         """Wait until no server edit is being applied and none started for ``grace`` seconds: servers
@@ -344,10 +339,8 @@ class MutationCoordinator:
             return {"applied": False, "failureReason": outcome.message}
         run.text_edits += plan.text_edit_count()
         run.edited.update(item.file.absolute for item in plan.files)
-        now = asyncio.get_running_loop().time()
         for touched in plan.touched():
             run.files.setdefault(touched.absolute, touched)
-            run.changed_at[touched.absolute] = now
         for op in plan.resources:
             run.resources.append({**resource_entry(op), "fromCommand": True})
         await self._announce_safely(plan)
@@ -421,12 +414,9 @@ class MutationCoordinator:
         await self._announce_safely(plan)
         commands, run = await self._run_commands(pending, deadline)
         extra = tuple(run.files.values()) if run is not None else ()
-        changed = dict.fromkeys((item.file.absolute for item in plan.files), sent_at)
-        if run is not None:
-            changed.update(run.changed_at)
         # The edit is on disk whatever the clock says: its diagnostics get a short budget of their own.
         report = Deadline(max(deadline.remaining(), POST_EDIT_WAIT))
-        after = await self._diagnostics(self._scope(scope, extra), report, ctx, changed=changed)
+        after = await self._diagnostics(self._scope(scope, extra), report, ctx)
         status = _freshness(after)
         # Files a command touched beyond the preview had no baseline: compared only when the command
         # created them (nothing before), otherwise listed as not compared (never all "introduced").
@@ -597,17 +587,16 @@ class MutationCoordinator:
         # Files first, then documents: a document's new text may import a file created or moved just
         # now, and a server that analyses it before hearing of the file reports the import unresolved.
         for server in self.pool.servers:
-            changes = [
-                {"uri": file.uri, "type": kind}
-                for file, kind in events
-                if server in self._servers_owning(file)
-            ]
+            owned = [(file, kind) for file, kind in events if server in self._servers_owning(file)]
             if (
-                changes
+                owned
                 and not server.client.closed
                 and server.client.endpoint.registrations.for_method(_WATCHED)
             ):
+                changes = [{"uri": file.uri, "type": kind} for file, kind in owned]
                 await server.client.notify(_WATCHED, {"changes": changes})
+                for file, _ in owned:
+                    server.noted(file.uri, file.display)
         for server, file in opened:
             if not server.client.closed:
                 await server.sync(file)  # a full-text didChange with the next version
@@ -662,7 +651,6 @@ class MutationCoordinator:
             else:
                 changed.append(found)
             run.files.setdefault(path, found)
-            run.changed_at[path] = asyncio.get_running_loop().time()
         if events or changed:
             await self._tell(events, changed)
 
@@ -725,16 +713,11 @@ class MutationCoordinator:
         files: Iterable[WorkspaceFile],
         deadline: Deadline,
         ctx: IntelContext,
-        *,
-        changed: Mapping[str, float] | None = None,
     ) -> _Diagnosed:
         """Display path -> (problems, freshness) for each file with a server; files without one are left
-        out (never counted as "resolved").
-
-        :param changed: absolute path -> when (the loop's clock) its new text was sent: an unversioned
-            publication received before that is about the old text (gopls publishes unversioned first),
-            so a newer one is awaited (bounded by the deadline), else the file counts as ``stale``.
-        """
+        out (never counted as "resolved"). Freshness follows the reading side's rule (issue 20): the
+        server's word on the new text (a publication after it had every change, or a pull), ``quiet``
+        when none came and it went silent, else ``stale`` or ``pending`` after PUBLISH_WAIT."""
 
         async def one(file: WorkspaceFile) -> tuple[str, tuple[list[dict[str, Any]], str]] | None:
             if not os.path.isfile(file.absolute):
@@ -742,32 +725,19 @@ class MutationCoordinator:
             try:
                 server = await self.pool.server_for(file, deadline)
                 document = await server.sync(file)
-                found = await self._reader._file_diagnostics(server, document, deadline, ctx)
+                found = await self._reader._file_diagnostics(
+                    server, document, deadline, ctx, wait=PUBLISH_WAIT
+                )
             except (IntelError, ProviderUnavailable, ServerMissing, LspError, ConnectionError):
                 return None
             publication = found.publication
-            since = (changed or {}).get(file.absolute)
-            if (
-                since is not None
-                and publication is not None
-                and publication.version is None
-                and publication.received_at < since
-                and not server.offers("diagnosticProvider")
-            ):
-                earlier = publication
-                publication = await _newer_publication(
-                    server, file.uri, since, deadline, quiet_if_empty=not earlier.diagnostics
-                )
-                if publication is None:
-                    return file.display, ([], "stale")
-                if publication is earlier:  # nothing since, and the server went quiet: see _newer_publication
-                    problems = file_problems(file, earlier.diagnostics, document, server.encoding)
-                    return file.display, (problems, "quiet")
             if publication is None:
                 return file.display, ([], "pending")
-            state = "current"
-            if publication.version is not None and document.version is not None:
-                state = "current" if publication.version >= document.version else "stale"
+            # The reading side's freshness rule (issue 20): a publication after the server had this
+            # file's new text and every other change, or a pull; "quiet" when none came and the server
+            # went silent; anything else is not the server's word on the new text.
+            judged = found.freshness.state if found.freshness is not None else "current"
+            state = {"current": "current", "quiet": "quiet", "pending": "pending"}.get(judged, "stale")
             problems = file_problems(file, publication.diagnostics, document, server.encoding)
             return file.display, (problems, state)
 
@@ -938,36 +908,6 @@ class MutationCoordinator:
             duration_ms=round((time.monotonic() - started) * 1000, 1),
         )  # B8.14: counts and states only, never paths or text
         return result
-
-
-async def _newer_publication(
-    server: ManagedServer, uri: str, since: float, deadline: Deadline, *, quiet_if_empty: bool = False
-) -> Publication | None:
-    """The first publication for ``uri`` received after ``since``, once publications went quiet.
-
-    :param quiet_if_empty: the file's last publication (before ``since``) was empty. Some servers never
-        publish an empty set again: typescript-language-server skips a diagnostics kind that was empty
-        and stays empty, so an edit that leaves a clean file clean is followed by no publication at all,
-        and waiting for one took PUBLISH_WAIT (5 s) to end ``stale`` (trial finding B). Then, once
-        UNCHANGED_QUIET seconds passed since the change and since the server's last publication of any
-        file (it may be busy with other files), that earlier publication is returned: the receipt calls
-        it ``quiet`` (nothing new was said), never ``current``. A server that republishes an unchanged
-        set (gopls, pyright) answers before that.
-    """
-    store = server.client.endpoint.diagnostics
-    wait_until = time.monotonic() + min(PUBLISH_WAIT, deadline.remaining())
-    while time.monotonic() < wait_until:
-        now = server.client.now()
-        entry = store.get(uri)
-        if entry is not None and entry.received_at >= since and now - entry.received_at >= QUIET:
-            return entry
-        if quiet_if_empty and entry is not None and entry.received_at < since and not entry.diagnostics:
-            latest = max((e.received_at for e in store.snapshot().values()), default=since)
-            if now - max(since, latest) >= UNCHANGED_QUIET:
-                return entry
-        await asyncio.sleep(0.05)
-    entry = store.get(uri)
-    return entry if entry is not None and entry.received_at >= since else None
 
 
 def _folder_stamps(folders: Iterable[str], limit: int = MAX_OBSERVED) -> dict[str, tuple[int, int]]:

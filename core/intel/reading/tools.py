@@ -21,6 +21,8 @@ from typing import Any, Final
 from kandev_lsp.intel.errors import IntelError
 from kandev_lsp.intel.files.text import Document, StampedTexts, TextCache
 from kandev_lsp.intel.files.workspace import WorkspaceFile
+from kandev_lsp.intel.reading import tsserver
+from kandev_lsp.intel.reading.freshness import Freshness, Publication, file_freshness
 from kandev_lsp.intel.reading.graph import GraphBudgets, traverse
 from kandev_lsp.intel.reading.hints import inlay_hints, request_range
 from kandev_lsp.intel.reading.hover import hover_text
@@ -60,6 +62,12 @@ NAVIGATE_METHODS: Final = {
 QUIET: Final = 0.5
 #: Longest wait for published diagnostics of the current version (within the deadline).
 PUBLISH_WAIT: Final = 5.0
+#: Seconds of the call's deadline kept for answering when diagnostics are awaited until it.
+ANSWER_MARGIN: Final = 0.25
+#: How often a wait for diagnostics looks again.
+POLL: Final = 0.02
+#: Seconds within which an idle server answers a fence (a quiet verdict needs one, see ManagedServer.idle).
+PROMPT: Final = 0.25
 #: Files scanned at most when counting or activating eligible files of a root.
 SCAN_LIMIT: Final = 5000
 _SKIP_DIRS: Final = frozenset(
@@ -594,9 +602,9 @@ class LspReadTools:
                             continue
                         synced = server.documents.get(uri)
                         text = synced.document if synced is not None else None
-                        items.append(
-                            FileDiagnostics(found, server.client.endpoint.documents.current(uri), entry, text)
-                        )
+                        version = server.client.endpoint.documents.current(uri)
+                        freshness = self.freshness(server, found, version, entry)
+                        items.append(FileDiagnostics(found, version, entry, text, freshness))
             from kandev_lsp.lsp.positions import PositionEncoding
 
             return diagnostic_snapshot(
@@ -622,44 +630,113 @@ class LspReadTools:
         return await self._guard("code_diagnostics", empty, body, ctx)
 
     async def _file_diagnostics(
-        self, server: ManagedServer, document: Document, deadline: Deadline, ctx: IntelContext
+        self,
+        server: ManagedServer,
+        document: Document,
+        deadline: Deadline,
+        ctx: IntelContext,
+        *,
+        wait: float | None = None,
     ) -> FileDiagnostics:
+        """The file's diagnostics once they are the server's word on its current text (issue 20 items
+        1-2, :mod:`~kandev_lsp.intel.reading.freshness`), or, when that did not happen within the
+        call's deadline (or ``wait`` seconds), as they are, with what is awaited."""
         uri = document.file.uri
         if server.offers("diagnosticProvider"):
             value, _ = await self._value(
                 server, "textDocument/diagnostic", {"textDocument": {"uri": uri}}, deadline, ctx, warmup=False
             )
             items = value.get("items") if isinstance(value, dict) else None
-            return FileDiagnostics(
-                document.file,
-                document.version,
-                _Pulled(document.version, tuple(items or ()), server.client.now() - QUIET),
-                document,
-            )
+            pulled = _Pulled(document.version, tuple(items or ()), server.client.now())
+            freshness = self.freshness(server, document.file, document.version, pulled, pulled=True)
+            return FileDiagnostics(document.file, document.version, pulled, document, freshness)
+        if tsserver.offers_pull(server.capabilities):
+            found = await self._tsserver_diagnostics(server, uri, deadline, ctx)
+            if found is not None:
+                pulled = _Pulled(document.version, tuple(found), server.client.now())
+                freshness = self.freshness(server, document.file, document.version, pulled, pulled=True)
+                return FileDiagnostics(document.file, document.version, pulled, document, freshness)
         store = server.client.endpoint.diagnostics
-        wait_until = time.monotonic() + min(PUBLISH_WAIT, deadline.remaining())
-        while time.monotonic() < wait_until:
+        budget = max(0.0, deadline.remaining() - ANSWER_MARGIN)
+        until = time.monotonic() + (budget if wait is None else min(wait, budget))
+        while True:
             entry = store.get(uri)
-            fresh = entry is not None and (entry.version is None or (document.version or 0) <= entry.version)
-            if fresh and entry is not None and server.client.now() - entry.received_at >= QUIET:
-                break
-            await asyncio.sleep(0.05)
-        return FileDiagnostics(document.file, document.version, store.get(uri), document)
+            freshness = self.freshness(server, document.file, document.version, entry)
+            if freshness.state == "quiet" and not await self._still_quiet(server, uri, entry):
+                continue  # the server was busy: what it published meanwhile is judged again
+            if (
+                freshness.final
+                or time.monotonic() >= until
+                or (ctx.cancel is not None and ctx.cancel.is_set())
+            ):
+                return FileDiagnostics(document.file, document.version, entry, document, freshness)
+            await asyncio.sleep(POLL)
+
+    async def _tsserver_diagnostics(
+        self, server: ManagedServer, uri: str, deadline: Deadline, ctx: IntelContext
+    ) -> list[dict[str, Any]] | None:
+        """``uri``'s diagnostics asked of typescript-language-server's TypeScript server (its publications
+        cannot say they are complete, :mod:`~kandev_lsp.intel.reading.tsserver`), or None when it did not
+        answer them (then its publications are awaited)."""
+        answers = []
+        for kind in tsserver.PULL_KINDS:
+            result = await self._ask(
+                server,
+                "workspace/executeCommand",
+                tsserver.pull_params(kind, uri),
+                deadline,
+                ctx,
+                warmup=False,
+            )
+            if not result.ok:
+                return None
+            answers.append(result.value)
+        return tsserver.lsp_diagnostics(answers)
+
+    @staticmethod
+    async def _still_quiet(server: ManagedServer, uri: str, entry: Publication | None) -> bool:
+        """A ``quiet`` verdict (the server said nothing for a while) holds when the server is idle now
+        (a fence answered at once) and published nothing new for the file meanwhile."""
+        idle = await server.idle(PROMPT)
+        return idle and server.client.endpoint.diagnostics.get(uri) is entry
+
+    @staticmethod
+    def freshness(
+        server: ManagedServer,
+        file: WorkspaceFile,
+        version: int | None,
+        publication: Publication | None,
+        *,
+        pulled: bool = False,
+    ) -> Freshness:
+        """How fresh ``publication`` is for ``file`` on ``server``, from what the server was told."""
+        return file_freshness(
+            label=file.display,
+            version=version,
+            publication=publication,
+            pulled=pulled,
+            own=server.ledger.own(file.uri),
+            other=server.ledger.latest_other(file.uri),
+            activity=server.activity(),
+            now=server.client.now(),
+            quiet=QUIET,
+        )
 
     async def _settle(self, servers: list[ManagedServer], deadline: Deadline) -> None:
-        """Wait for publications to go quiet on ``servers`` (bounded by the deadline and PUBLISH_WAIT)."""
-        wait_until = time.monotonic() + min(PUBLISH_WAIT, deadline.remaining())
+        """Wait until every open document of ``servers`` has final diagnostics (current or quiet),
+        bounded by the deadline and PUBLISH_WAIT."""
+        wait_until = time.monotonic() + min(PUBLISH_WAIT, max(0.0, deadline.remaining() - ANSWER_MARGIN))
         while time.monotonic() < wait_until:
-            latest = max(
-                (e.received_at for s in servers for e in s.client.endpoint.diagnostics.snapshot().values()),
-                default=None,
-            )
-            pending = any(
-                s.client.endpoint.diagnostics.get(uri) is None for s in servers for uri in s.documents
-            )
-            if latest is not None and not pending and servers[0].client.now() - latest >= QUIET:
+            if all(
+                self.freshness(
+                    s, synced.document.file, synced.document.version, s.client.endpoint.diagnostics.get(uri)
+                ).final
+                for s in servers
+                for uri, synced in s.documents.items()
+                if synced.document is not None
+            ):
                 return
-            await asyncio.sleep(0.05)
+            await asyncio.sleep(POLL)
 
 
 #: Open times kept for the warm-up window (the oldest go first; they matter for seconds only).

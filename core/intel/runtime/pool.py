@@ -48,6 +48,7 @@ from kandev_lsp.intel.files.regular import NOT_REGULAR, NotRegularFile, read_reg
 from kandev_lsp.intel.files.text import MAX_TEXT_BYTES, Document
 from kandev_lsp.intel.files.workspace import Root, Workspace, WorkspaceFile
 from kandev_lsp.intel.runtime.executor import Deadline, ProviderUnavailable
+from kandev_lsp.intel.runtime.ledger import FENCE_METHOD, Activity, ChangeLedger
 from kandev_lsp.intel.runtime.notices import (
     install_failed_message,
     install_output_lines,
@@ -57,6 +58,7 @@ from kandev_lsp.intel.runtime.notices import (
 from kandev_lsp.intel.runtime.pathmemo import Placed, watched_lookup
 from kandev_lsp.intel.runtime.watch import DiskWatch
 from kandev_lsp.intel.runtime.watchers import CREATED, file_operation_wanted, wanted_events
+from kandev_lsp.lsp.errors import LspError, RequestRefused
 from kandev_lsp.lsp.positions import PositionEncoding
 from kandev_lsp.lsp.roots import project_root as _project_root
 from kandev_lsp.platform import HostPlatform
@@ -125,6 +127,8 @@ _EDIT_CAPABILITIES: Final = {
     }
 }
 _CHANGED: Final = 2
+#: Seconds a fence may take (a server busy checking answers it after that pass).
+FENCE_TIMEOUT: Final = 60.0
 #: Paths kept in a server's path -> URI map at most; past it the map starts again and one refresh looks
 #: at every file.
 _URIS_KEPT: Final = 50_000
@@ -303,6 +307,9 @@ class ManagedServer:
     _uri_of: dict[str, str] = field(default_factory=dict)
     #: The disk watch's layout count at the last refresh; a different one makes it look at every file.
     _layout: int = -1
+    #: What the server was told of each file and since when it has it (diagnostics' freshness).
+    ledger: ChangeLedger = field(default_factory=ChangeLedger)
+    _fence: asyncio.Task[None] | None = None
     _lock: asyncio.Lock = field(default_factory=asyncio.Lock)
 
     @property
@@ -398,12 +405,14 @@ class ManagedServer:
                 },
             )
             self._unsee(file.uri)
+            self.noted(file.uri, file.display, opened=True)
         else:
             version = documents.change(file.uri)
             await self.client.notify(
                 "textDocument/didChange",
                 {"textDocument": {"uri": file.uri, "version": version}, "contentChanges": [{"text": text}]},
             )
+            self.noted(file.uri, file.display)
         document = Document(file, text, version)
         self.documents[file.uri] = _Synced(stamp, digest, document)
         self._known(file)
@@ -434,6 +443,8 @@ class ManagedServer:
             changed = 0
             watch = self.disk_watch
             watch.drain()
+            if watch.active and not watch.walked(self.project_root):
+                await asyncio.to_thread(watch.watch_tree, self.project_root)
             pending, self._pending = self._pending, set()
             if not watch.active or watch.layout != self._layout:
                 documents: Iterable[str] = list(self.documents)
@@ -485,12 +496,13 @@ class ManagedServer:
                 if self.client.endpoint.registrations.for_method(_WATCHED):
                     self.seen[uri] = (file, now)
                     moved.append({"uri": uri, "type": _CHANGED})
+                    self.noted(uri, file.display)
                 elif os.path.isfile(file.absolute):  # a FIFO put in its place is never read
                     await self._sync(file)
                 changed += 1
-            appeared = self._appeared_or_left()
-            moved += appeared
-            changed += len(appeared)
+            elsewhere = self._tree_events()
+            moved += elsewhere
+            changed += len(elsewhere)
             if moved:
                 await self.client.notify(_WATCHED, {"changes": moved})
             changed += await self._open_created()
@@ -499,8 +511,104 @@ class ManagedServer:
 
     async def _close(self, uri: str) -> None:
         self._unsee(uri)
-        if self.documents.pop(uri, None) is not None and self.client.endpoint.documents.close(uri):
+        synced = self.documents.pop(uri, None)
+        if synced is not None and self.client.endpoint.documents.close(uri):
             await self.client.notify("textDocument/didClose", {"textDocument": {"uri": uri}})
+            self.noted(uri, synced.document.file.display if synced.document is not None else uri)
+
+    # -- what the server has (issue 20: diagnostics' freshness) ------------------------------------------
+    def noted(self, uri: str, label: str, *, opened: bool = False, had: bool = False) -> None:
+        """Record what was just sent of ``uri`` (or seen on disk, ``had``) in :attr:`ledger`, and have a
+        fence tell when the server read it (:mod:`~kandev_lsp.intel.runtime.ledger`)."""
+        self.ledger.note(uri, label, self.client.now(), opened=opened, had=had)
+        if not had and (self._fence is None or self._fence.done()) and not self.client.closed:
+            self._fence = asyncio.ensure_future(self._run_fence())
+
+    def activity(self) -> Activity:
+        """When the server last published diagnostics, and the work-done progress it reports now."""
+        entries = self.client.endpoint.diagnostics.snapshot().values()
+        last = max((entry.received_at for entry in entries), default=None)
+        return Activity(
+            last,
+            tuple(item.title or item.message or "untitled" for item in self.client.endpoint.progress.active),
+        )
+
+    async def idle(self, prompt: float) -> bool:
+        """Whether the server answers a fence within ``prompt`` seconds: a single-threaded server in the
+        middle of checking a file (pyright's passes block its loop for seconds) answers only after it,
+        and its publications arrive first. A ``quiet`` verdict drawn from its silence is kept only when
+        it is idle now (:mod:`~kandev_lsp.intel.reading.freshness`)."""
+        started = self.client.now()
+        try:
+            await self.client.request(FENCE_METHOD, None, timeout=FENCE_TIMEOUT)
+        except (TimeoutError, ConnectionError, RequestRefused):
+            return False
+        except LspError:
+            pass  # MethodNotFound: an answer
+        return self.client.now() - started <= prompt
+
+    async def _run_fence(self) -> None:
+        """Fence requests until every noted change is covered by an answer (one at a time)."""
+        while self.ledger.unfenced and not self.client.closed:
+            self.ledger.fence_sent()
+            sent = self.client.now()
+            try:
+                await self.client.request(FENCE_METHOD, None, timeout=FENCE_TIMEOUT)
+            except (TimeoutError, ConnectionError, RequestRefused):
+                return  # no answer: the changes stay "not yet had" (their diagnostics settling)
+            except LspError:
+                pass  # an error answer (MethodNotFound, as a $/ request must get) is an answer
+            self.ledger.fenced(sent, self.client.now())
+
+    def _tree_events(self) -> list[dict[str, Any]]:
+        """Files of this project written, created or deleted on disk since the last refresh, none of them
+        open or seen: ``FileEvent`` values as the server's ``didChangeWatchedFiles`` registrations ask
+        for (a file open or seen is re-sent above instead). Each such file of the server's language (or
+        a root marker) is noted in the ledger: sent as an event, or, for a server that watches files
+        itself (no registration, typescript-language-server), seen on disk."""
+        watch = self.disk_watch
+        if not (watch.created or watch.removed or watch.modified):
+            return []
+        inside = self.project_root.rstrip(os.sep) + os.sep
+        known = self.documents.keys() | self.seen.keys()
+        host = HostPlatform.current()
+
+        def project(paths: set[str]) -> list[str]:
+            return [path for path in paths if path.startswith(inside)]
+
+        created, removed = project(watch.created), project(watch.removed)
+        modified = project(watch.modified)
+        uri_of = {path: workspace_uri(path, host) for path in (*created, *removed, *modified)}
+        registrations = self.client.endpoint.registrations.for_method(_WATCHED)
+        events = wanted_events(
+            [registration.register_options for registration in registrations],
+            created,
+            removed,
+            uri_of.__getitem__,
+            changed=[path for path in modified if uri_of[path] not in known],
+        )
+        events = [event for event in events if event["type"] != CREATED or event["uri"] not in known]
+        sent = {event["uri"] for event in events}
+        markers = set(self.language.root_markers)
+        for path, uri in uri_of.items():
+            if uri in known:
+                continue
+            if uri in sent:
+                self.noted(uri, self._label(path))
+            elif not registrations and (
+                self.plugins.language_id(self.language, path) is not None or os.path.basename(path) in markers
+            ):
+                self.noted(uri, self._label(path), had=True)
+        return events
+
+    def _label(self, path: str) -> str:
+        """``path`` as the model reads it (root-relative), or its name where the workspace refuses it."""
+        if self.workspace is not None:
+            try:
+                return self.workspace.from_absolute(path).display
+            except IntelError:
+                pass
+        return os.path.basename(path)
 
     async def _open_created(self) -> int:
         """Open this language's files that appeared in a watched folder of the project (at most
@@ -531,28 +639,6 @@ class ManagedServer:
                 await self._sync(file)
                 opened += 1
         return opened
-
-    def _appeared_or_left(self) -> list[dict[str, Any]]:
-        """``FileEvent`` values for files that appeared in or left a watched folder of this project since
-        the last refresh, as the server's didChangeWatchedFiles registrations ask (none without one: a
-        server that watches files itself, like typescript-language-server, sees them on its own). A file
-        already open or seen is announced by the re-sync above instead."""
-        watch = self.disk_watch
-        if not (watch.created or watch.removed):
-            return []
-        registrations = self.client.endpoint.registrations.for_method(_WATCHED)
-        if not registrations:
-            return []
-        inside = self.project_root.rstrip(os.sep) + os.sep
-        host = HostPlatform.current()
-        known = self.documents.keys() | self.seen.keys()
-        events = wanted_events(
-            [registration.register_options for registration in registrations],
-            [path for path in watch.created if path.startswith(inside)],
-            [path for path in watch.removed if path.startswith(inside)],
-            lambda path: workspace_uri(path, host),
-        )
-        return [event for event in events if event["type"] != CREATED or event["uri"] not in known]
 
     def uri_lookup(self, workspace: Workspace) -> Callable[[str], WorkspaceFile | IntelError]:
         """:meth:`Workspace.uri_lookup` for one tool call, trusting earlier checks this server's disk watch
@@ -614,6 +700,7 @@ class ManagedServer:
             {"oldUri": file.uri, "newUri": new_file.uri} if new_file is not None else {"uri": file.uri}
         )
         await self.client.notify(f"workspace/{_FILE_OPERATIONS[kind]}Files", {"files": [entry]})
+        self.noted((new_file or file).uri, (new_file or file).display)
         return True
 
     async def forget(self, file: WorkspaceFile) -> None:
@@ -624,6 +711,10 @@ class ManagedServer:
     async def stop(self) -> None:
         """``shutdown``, ``exit``, then stop the process tree (K16.2)."""
         self.disk_watch.close()
+        if self._fence is not None and not self._fence.done():
+            self._fence.cancel()
+            with contextlib.suppress(BaseException):
+                await self._fence
         with contextlib.suppress(Exception):
             if not self.client.closed:
                 await self.client.shutdown(timeout=2.0)

@@ -21,10 +21,21 @@ The rules that keep the check exact:
 - The file itself is watched too (a write through a hard link elsewhere reaches its inode, not the folder).
 
 Files that appear in or leave a watched folder (created, moved in or out, deleted) are also collected
-(:attr:`DiskWatch.created`, :attr:`DiskWatch.removed`, since the last drain): a file the agent creates next
-to files a server already answered about is announced to that server (``didChangeWatchedFiles``), or its
-imports and references stay unknown to it. Folders that no answer reached are not watched, so a file
-created there is not seen; nor is anything after an overflow.
+(:attr:`DiskWatch.created`, :attr:`DiskWatch.removed`, since the last drain), and so are files whose
+content was written (:attr:`DiskWatch.modified`): a file the agent changes, creates or deletes anywhere in
+a project must reach its server (``didChangeWatchedFiles``), or its imports and references stay unknown to
+it (issue 20 item 3: a call added to a file no tool had opened was never seen).
+
+**The whole tree.** :meth:`DiskWatch.watch_tree` watches every folder of a project root (bounded by
+:data:`MAX_TREE_FOLDERS`; :data:`VENDORED` folders and hidden ones are skipped, as a server's own file
+search skips them) and takes a stamp of each file in it. A folder created later is watched when its
+creation is drained, and its files count as created ("watch, then look": they are listed after the watch
+exists). When the watches are lost (an overflow, a watched folder moved or deleted), the next
+:meth:`DiskWatch.watch_tree` walks the tree again and reports what its stamps say changed, appeared or
+left meanwhile, so nothing is missed for good. Entries created or deleted in a folder that only the tree
+watch holds (not one on the way to a file asked about) do not count as a change of the watched paths'
+shape (:attr:`DiskWatch.layout`): a temporary file written elsewhere in the project leaves the path checks
+of files the tools use alone.
 
 Without inotify (another OS, no instances left) :meth:`DiskWatch.unchanged` always answers False: a
 ``stat`` per file, as before.
@@ -36,6 +47,7 @@ import errno
 import logging
 import os
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Final
 
 if TYPE_CHECKING:
@@ -46,7 +58,7 @@ try:  # inotify_simple: the inotify calls and event parsing (a dependency on Lin
 except ImportError:  # not Linux: no inotify, so a stat per file (see _open_inotify)
     flags = None
 
-__all__ = ["DiskWatch"]
+__all__ = ["MAX_TREE_FOLDERS", "VENDORED", "DiskWatch", "skipped_folder"]
 
 _log = logging.getLogger("kandev_lsp.intel")
 
@@ -58,9 +70,26 @@ if flags is not None:
         _CONTENT | _ENTRY | flags.DELETE_SELF | flags.MOVE_SELF | flags.ONLYDIR | flags.DONT_FOLLOW
     )
     _FILE_MASK: Final = _CONTENT | flags.DELETE_SELF | flags.MOVE_SELF | flags.DONT_FOLLOW
+    #: A file's content was written (a touch or chmod is not a change a server needs to hear).
+    _WRITTEN: Final = flags.MODIFY | flags.CLOSE_WRITE
 
 #: Files watched at most by one instance; past it the extra files are checked with a ``stat``.
 MAX_FILES: Final = 20_000
+#: Folders of a project's tree watched at most by one instance (:meth:`DiskWatch.watch_tree`); past it
+#: the rest of the tree is not watched (its changes reach the server through its own watching, or when
+#: an answer reaches its files).
+MAX_TREE_FOLDERS: Final = 4096
+#: Files of a project's tree stamped at most (the comparison after the watches were lost).
+MAX_TREE_FILES: Final = 50_000
+#: Folders never walked nor watched: version control, dependencies, caches and build output.
+VENDORED: Final = frozenset(
+    {".git", "node_modules", "__pycache__", ".venv", "venv", "dist", "build", ".mypy_cache"}
+)
+
+
+def skipped_folder(name: str) -> bool:
+    """Whether a folder named ``name`` is left out of a project's tree (vendored, or hidden)."""
+    return name in VENDORED or name.startswith(".")
 
 
 def _open_inotify() -> INotify | None:
@@ -74,6 +103,14 @@ def _open_inotify() -> INotify | None:
         return INotify(nonblocking=True)
     except (OSError, AttributeError):
         return None
+
+
+@dataclass(slots=True)
+class _Tree:
+    """A project root watched whole: its files' stamps at the last walk, and whether its watches hold."""
+
+    stamps: dict[str, tuple[int, int]]
+    watched: bool
 
 
 #: How an instance is opened; tests replace it to run without inotify.
@@ -101,6 +138,14 @@ class DiskWatch:
         #: Files (not folders) that appeared in / left a watched folder since the last drain.
         self.created: set[str] = set()
         self.removed: set[str] = set()
+        #: Files whose content was written since the last drain (in a watched folder, or watched itself).
+        self.modified: set[str] = set()
+        #: Folders watched because a file asked about lies below them (their entries' changes count as a
+        #: change of the watched paths' shape); the other folders are the tree's only.
+        self._on_paths: set[str] = set()
+        #: The tree roots watched whole (:meth:`watch_tree`), each with the stamps of its files at the
+        #: last walk; a root whose watches were lost is walked again on the next :meth:`watch_tree`.
+        self._trees: dict[str, _Tree] = {}
         #: Counts the changes of the watched paths' shape, cumulative across drains: an entry created,
         #: moved or deleted in a watched folder, a watched file or folder moved or deleted, every reset
         #: or close (watches lost). A check of a path made while it was watched stays true while this is
@@ -117,6 +162,7 @@ class DiskWatch:
         self._changed.clear()
         self.created.clear()
         self.removed.clear()
+        self.modified.clear()
         self._files |= self._new
         self._new.clear()
         if self._inotify is None:
@@ -129,17 +175,80 @@ class DiskWatch:
         if events and not self._apply(events):
             self._reset("a watched folder changed or the queue overflowed")
 
+    def watch_tree(self, root: str) -> None:
+        """Watch every folder of ``root`` (a real path; see the module docstring), or walk it again when
+        its watches were lost, adding what changed, appeared or left since the last walk to
+        :attr:`modified`, :attr:`created` and :attr:`removed`. Blocking (a walk): call it in a thread,
+        between drains. Without inotify it does nothing."""
+        tree = self._trees.get(root)
+        if self.walked(root) or not self.open():
+            return
+        stamps: dict[str, tuple[int, int]] = {}
+        self._walk(root, stamps)
+        if tree is not None:  # the watches were lost: what changed meanwhile is found by the stamps
+            for path, stamp in stamps.items():
+                before = tree.stamps.get(path)
+                if before is None:
+                    self.created.add(path)
+                elif before != stamp:
+                    self.modified.add(path)
+            self.removed.update(path for path in tree.stamps if path not in stamps)
+        self._trees[root] = _Tree(stamps, watched=self._inotify is not None)
+
+    def walked(self, root: str) -> bool:
+        """Whether ``root``'s tree is watched now (False before :meth:`watch_tree`, and after a loss)."""
+        tree = self._trees.get(root)
+        return tree is not None and tree.watched
+
+    def _walk(self, top: str, stamps: dict[str, tuple[int, int]], *, announce: bool = False) -> None:
+        """Watch ``top`` and the folders below it (skipped ones left out, bounded), then stamp their
+        files (with ``announce``, they count as created: a new folder's files are new to the server).
+        Each folder is watched before it is listed, so a file written meanwhile is reported."""
+        pending = [top]
+        while pending and self._inotify is not None:
+            folder = pending.pop()
+            if folder not in self._folders and (
+                len(self._folders) >= MAX_TREE_FOLDERS or not self._add(folder, _FOLDER_MASK, True)
+            ):
+                continue
+            try:
+                entries = list(os.scandir(folder))
+            except OSError:
+                continue
+            for entry in entries:
+                try:
+                    if entry.is_dir(follow_symlinks=False):
+                        if not skipped_folder(entry.name):
+                            pending.append(entry.path)
+                    elif entry.is_file(follow_symlinks=False):
+                        if announce:
+                            self.created.add(entry.path)
+                        if len(stamps) < MAX_TREE_FILES:
+                            info = entry.stat(follow_symlinks=False)
+                            stamps[entry.path] = (info.st_mtime_ns, info.st_size)
+                except OSError:
+                    continue
+
+    def _tree_of(self, path: str) -> str | None:
+        for root in self._trees:
+            if path.startswith(root.rstrip(os.sep) + os.sep):
+                return root
+        return None
+
     def _apply(self, events: Iterable[Event]) -> bool:
         """Record ``events``; False when every file must be checked."""
+        new_folders: list[str] = []
         for wd, mask, _cookie, name in events:
             if mask & flags.Q_OVERFLOW:
                 return False
-            if mask & (_ENTRY | _SELF):
-                self.layout += 1
             watched = self._watches.get(wd)
             if watched is None:
+                if mask & (_ENTRY | _SELF):
+                    self.layout += 1
                 continue
             path, is_folder = watched
+            if mask & (_ENTRY | _SELF) and (not is_folder or path in self._on_paths):
+                self.layout += 1
             if is_folder:
                 if mask & _SELF:
                     return False
@@ -153,20 +262,32 @@ class DiskWatch:
                 self._changed.add(child)
                 if mask & _ENTRY:  # another inode may now stand at that path: watch it afresh
                     self._files.discard(child)
-                    if not mask & flags.ISDIR:  # a file appeared or left: the server may need to know
-                        if mask & (flags.CREATE | flags.MOVED_TO):
-                            self.created.add(child)
-                            self.removed.discard(child)
-                        elif child in self.created:  # came and went since the last drain (a temp file)
-                            self.created.discard(child)
-                        else:
-                            self.removed.add(child)
+                    if mask & flags.ISDIR:
+                        if mask & (flags.CREATE | flags.MOVED_TO) and self._tree_of(child) is not None:
+                            new_folders.append(child)
+                    elif mask & (flags.CREATE | flags.MOVED_TO):  # the server may need to know
+                        self.created.add(child)
+                        self.removed.discard(child)
+                        self.modified.discard(child)
+                    elif child in self.created:  # came and went since the last drain (a temp file)
+                        self.created.discard(child)
+                    else:
+                        self.removed.add(child)
+                        self.modified.discard(child)
+                elif mask & _WRITTEN and not mask & flags.ISDIR and child not in self.created:
+                    self.modified.add(child)
             else:
                 self._changed.add(path)
+                if mask & _WRITTEN and path not in self.created:
+                    self.modified.add(path)
                 if mask & _SELF:
                     self._files.discard(path)
                     if mask & flags.IGNORED:
                         self._watches.pop(wd, None)
+        for folder in new_folders:  # a tree's new folder: watched, then its files listed as created
+            root = self._tree_of(folder)
+            if root is not None and not skipped_folder(os.path.basename(folder)):
+                self._walk(folder, self._trees[root].stamps, announce=True)
         return True
 
     def unchanged(self, path: str, root: str) -> bool:
@@ -219,6 +340,7 @@ class DiskWatch:
         for folder in folders:
             if folder not in self._folders and not self._add(folder, _FOLDER_MASK, True):
                 return
+            self._on_paths.add(folder)
         if self._add(path, _FILE_MASK, False):
             self._new.add(path)
 
@@ -250,5 +372,8 @@ class DiskWatch:
             self._inotify = None
         self._watches.clear()
         self._folders.clear()
+        self._on_paths.clear()
         self._files.clear()
         self._new.clear()
+        for tree in self._trees.values():
+            tree.watched = False  # walked again by the next watch_tree, which compares the stamps

@@ -3,10 +3,10 @@
 
 A server that registers for ``workspace/didChangeWatchedFiles`` names what it watches: ``watchers``, each a
 glob (``**/*.py``, ``**/*.{ts,tsx}``, or a ``RelativePattern`` with a ``baseUri``) and a ``kind`` bitmask
-(create 1, change 2, delete 4; all when absent). :func:`wanted_events` turns files that appeared or left
-(the disk watch's :attr:`~kandev_lsp.intel.runtime.watch.DiskWatch.created` / ``removed``) into the ``FileEvent``
-list the server asked for; :func:`file_operation_wanted` says whether a file operation's filters cover a
-path. The callers send the notifications. Pure: no I/O. Globs are matched the same way for both: one
+(create 1, change 2, delete 4; all when absent). :func:`wanted_events` turns files that appeared, were
+written or left (the disk watch's :attr:`~kandev_lsp.intel.runtime.watch.DiskWatch.created`, ``modified``
+and ``removed``) into the ``FileEvent`` list the server asked for; :func:`file_operation_wanted` says
+whether a file operation's filters cover a path. The callers send the notifications. Pure: no I/O. Globs are matched the same way for both: one
 brace group expanded, and fnmatch's ``*`` crossing ``/``, so ``**/*.py`` and ``*.py`` match any ``.py``.
 """
 
@@ -16,12 +16,15 @@ import fnmatch
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Final
 
-__all__ = ["CREATED", "DELETED", "file_operation_wanted", "wanted_events"]
+__all__ = ["CHANGED", "CREATED", "DELETED", "file_operation_wanted", "wanted_events"]
 
+#: FileChangeType values.
 CREATED: Final = 1
+CHANGED: Final = 2
 DELETED: Final = 3
 #: WatchKind bits: Create, Change, Delete.
 _KIND_CREATE: Final = 1
+_KIND_CHANGE: Final = 2
 _KIND_DELETE: Final = 4
 
 
@@ -72,7 +75,7 @@ def _matchers(register_options: Iterable[Any]) -> list[tuple[str, int]]:
             pattern = watcher.get("globPattern")
             if isinstance(pattern, Mapping):  # RelativePattern: the pattern below its base (a root here)
                 pattern = pattern.get("pattern")
-            kind = watcher.get("kind", _KIND_CREATE | 2 | _KIND_DELETE)
+            kind = watcher.get("kind", _KIND_CREATE | _KIND_CHANGE | _KIND_DELETE)
             if isinstance(pattern, str) and pattern and isinstance(kind, int):
                 found.extend((glob, kind) for glob in _globs(pattern))
     return found
@@ -87,9 +90,10 @@ def wanted_events(
     created: Iterable[str],
     removed: Iterable[str],
     uri_of: Callable[[str], str],
+    changed: Iterable[str] = (),
 ) -> list[dict[str, Any]]:
-    """``FileEvent`` values (``{uri, type}``) for the created and removed paths the watchers cover, in a
-    stable order (paths sorted, creations first)."""
+    """``FileEvent`` values (``{uri, type}``) for the created, changed and removed paths the watchers
+    cover, in a stable order (paths sorted; creations, then changes, then deletions)."""
     matchers = _matchers(register_options)
     if not matchers:
         return []
@@ -97,6 +101,11 @@ def wanted_events(
         {"uri": uri_of(path), "type": CREATED}
         for path in sorted(created)
         if _wanted(path, _KIND_CREATE, matchers)
+    ]
+    events += [
+        {"uri": uri_of(path), "type": CHANGED}
+        for path in sorted(changed)
+        if _wanted(path, _KIND_CHANGE, matchers)
     ]
     events += [
         {"uri": uri_of(path), "type": DELETED}

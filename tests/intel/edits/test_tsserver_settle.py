@@ -3,9 +3,11 @@
 typescript-language-server publishes diagnostics without a version, and never publishes an empty set
 again (``FileDiagnostics.update`` returns early when a kind was empty and stays empty). An edit that left
 a clean file clean was followed by no publication at all: the receipt waited PUBLISH_WAIT (5 s) for one
-and ended ``stale``: every TypeScript approval took ~5 s. Now a file whose last publication was empty
-and that got none since counts as ``quiet`` once the server said nothing for UNCHANGED_QUIET seconds
-after the change (never ``current``), and an edit that does introduce an error still reports it.
+and ended ``stale``: every TypeScript approval took ~5 s. Then a file whose last publication was empty
+and that got none since counted as ``quiet`` after a second of silence. Now (issue 20 item 2) the
+post-edit diagnostics are asked of the TypeScript server itself (typescript-language-server's
+``typescript.tsserverRequest``): the clean file is ``current`` at once, and an edit that does introduce an
+error still reports it.
 """
 
 from __future__ import annotations
@@ -17,7 +19,6 @@ from typing import Any
 
 import pytest
 from kandev_lsp import TaskEnvironment
-from kandev_lsp.intel.edits.coordinator import UNCHANGED_QUIET
 from kandev_lsp.intel.reading.tools import PUBLISH_WAIT
 from kandev_lsp.intel.service import IntelService
 from kandev_lsp.intel.surface.dispatch import IntelContext
@@ -51,7 +52,7 @@ async def _edits(folder: Path, real_servers: RealServers, tag: str) -> list[tupl
     return results
 
 
-def test_an_unchanged_clean_file_settles_quiet_and_a_new_error_is_current(
+def test_an_unchanged_clean_file_is_current_at_once_and_a_new_error_too(
     tmp_path: Path, real_servers: RealServers, tag: str
 ) -> None:
     folder = tmp_path / "ts"
@@ -59,11 +60,11 @@ def test_an_unchanged_clean_file_settles_quiet_and_a_new_error_is_current(
     (renamed, rename_took), (inserted, _) = asyncio.run(_edits(folder, real_servers, tag))
     assert renamed["ok"] and renamed["applied"], renamed
     diagnostics = renamed["receipt"]["diagnostics"]
-    # Before the fix: status "stale" after waiting PUBLISH_WAIT (5 s) for a publication that never came.
-    assert diagnostics["status"] == "quiet", diagnostics
+    # Before trial B: "stale" after waiting PUBLISH_WAIT (5 s) for a publication that never came; before
+    # issue 20: "quiet" after a second of silence.
+    assert diagnostics["status"] == "current", diagnostics
     assert diagnostics["counts"]["introduced"] == 0, diagnostics
     assert rename_took < PUBLISH_WAIT, rename_took
-    assert UNCHANGED_QUIET < PUBLISH_WAIT
     # An edit that breaks a clean file is published (empty -> one error): seen, and current.
     assert inserted["ok"] and inserted["applied"], inserted
     after = inserted["receipt"]["diagnostics"]

@@ -1,0 +1,118 @@
+"""Diagnostics after the agent's own plain file writes, and the whole tree watched (issue 20 items 1-3),
+on real pyright and typescript-language-server.
+
+Before the fix: a caller's diagnostics stayed ``current`` with the old errors after a parameter was added
+to the function it calls (pyright republishes it with its unchanged version number only once it checked
+it again); an error appended to an open TypeScript file answered ``current`` with the errors of the old
+text (typescript-language-server publishes without versions); and a call added to a file no tool had
+opened never reached pyright, so references missed it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any
+
+import pytest
+from intel_projects import write
+from kandev_lsp import TaskEnvironment
+from kandev_lsp.intel.service import IntelService
+from kandev_lsp.intel.surface.dispatch import IntelContext
+from stream_testkit import TAG_VARIABLE, RealServers
+
+pytestmark = [pytest.mark.real_server, pytest.mark.network_registry, pytest.mark.timeout(300)]
+
+#: A loaded shared machine: a call may wait this long for the server's word.
+SLOW = IntelContext(deadline=60)
+
+PYTHON = {
+    "pyproject.toml": '[project]\nname = "fresh"\nversion = "0"\n',
+    "utils.py": "def make_str(value: object) -> str:\n    return str(value)\n",
+    "core.py": (
+        "from utils import make_str\n\n\n"
+        "def name(x: int) -> str:\n    return make_str(x)\n\n\n"
+        "def label(x: int) -> str:\n    return make_str(x) + '!'\n"
+    ),
+    "helpers.py": "def unrelated() -> int:\n    return 1\n",
+}
+
+TYPESCRIPT = {
+    "tsconfig.json": '{"compilerOptions": {"strict": true, "target": "es2020"}, "include": ["src"]}\n',
+    "src/app.ts": 'export const first: number = "one";\n',
+    "src/other.ts": 'export const other: string = 2;\n',
+}
+
+
+def _service(folder: Path, real_servers: RealServers, tag: str) -> IntelService:
+    env = TaskEnvironment.from_agent({**real_servers.overrides(), TAG_VARIABLE: tag})
+    return IntelService.open([folder], env=env)
+
+
+def _errors(result: dict[str, Any]) -> list[int]:
+    assert result["ok"], result
+    return sorted(p["line"] for p in result["problems"] if p["severity"] == "error")
+
+
+async def _python(folder: Path, real_servers: RealServers, tag: str) -> None:
+    async with _service(folder, real_servers, tag) as service:
+
+        async def diagnostics(path: str) -> dict[str, Any]:
+            return await service.dispatch("code_diagnostics", {"path": path}, SLOW)
+
+        before = await diagnostics("core.py")
+        assert (before["status"], _errors(before)) == ("current", []), before
+        assert _errors(await diagnostics("utils.py")) == []
+        utils = folder / "utils.py"
+        original = utils.read_text()
+        utils.write_text(original.replace("(value: object)", "(value: object, extra: int)"))
+        # Asked at once: core.py itself did not change, but what it calls did. Before the fix: "current"
+        # with no errors (its old publication), for as long as one asked.
+        after = await diagnostics("core.py")
+        assert (after["status"], _errors(after)) == ("current", [5, 9]), after
+        utils.write_text(original)
+        restored = await diagnostics("core.py")
+        assert (restored["status"], _errors(restored)) == ("current", []), restored
+
+        # Item 3: a call added by a plain write to a file no tool has opened reaches the server.
+        target = {"target": {"path": "utils.py", "symbol": "make_str"}, "kind": "references"}
+        refs = await service.dispatch("code_navigate", target, SLOW)
+        assert [f["path"] for f in refs["files"]] == ["core.py", "utils.py"], refs
+        helpers = folder / "helpers.py"
+        helpers.write_text(helpers.read_text() + "\n\ndef extra() -> str:\n    return make_str(3)\n")
+        helpers.write_text("from utils import make_str\n" + helpers.read_text())
+        refs = await service.dispatch("code_navigate", target, SLOW)
+        assert [f["path"] for f in refs["files"]] == ["core.py", "helpers.py", "utils.py"], refs
+        assert refs["totalFound"] == 6, refs
+
+
+def test_pyright_diagnostics_of_a_caller_and_references_after_plain_writes(
+    tmp_path: Path, real_servers: RealServers, tag: str
+) -> None:
+    folder = write(tmp_path / "py", PYTHON).resolve()
+    asyncio.run(_python(folder, real_servers, tag))
+
+
+async def _typescript(folder: Path, real_servers: RealServers, tag: str) -> None:
+    async with _service(folder, real_servers, tag) as service:
+
+        async def diagnostics(path: str) -> dict[str, Any]:
+            return await service.dispatch("code_diagnostics", {"path": path}, SLOW)
+
+        first = await diagnostics("src/app.ts")
+        assert (first["status"], _errors(first)) == ("current", [1]), first
+        app = folder / "src" / "app.ts"
+        app.write_text(app.read_text() + 'export const second: number = "two";\n')
+        # Asked at once. Before the fix: "current" with the one old error.
+        second = await diagnostics("src/app.ts")
+        assert (second["status"], _errors(second)) == ("current", [1, 2]), second
+        # A file opened by this call: its error, never an early empty "current".
+        opened = await diagnostics("src/other.ts")
+        assert (opened["status"], _errors(opened)) == ("current", [1]), opened
+
+
+def test_typescript_diagnostics_after_a_plain_write_and_of_a_fresh_file(
+    tmp_path: Path, real_servers: RealServers, tag: str
+) -> None:
+    folder = write(tmp_path / "ts", TYPESCRIPT).resolve()
+    asyncio.run(_typescript(folder, real_servers, tag))
