@@ -12,9 +12,10 @@ from collections.abc import Mapping
 from enum import IntEnum
 from typing import Final
 
-from kandev_lsp.broker.leases import ReleaseReason
+from kandev_lsp.broker.leases import ControlKind, ReleaseReason
 
 __all__ = [
+    "ACK_CLOSE_REASONS",
     "CLOSE_REASONS",
     "BrokerCloseCode",
     "client_close_for_lease_end",
@@ -65,6 +66,12 @@ CLOSE_REASONS: Final[Mapping[int, str]] = {
     BrokerCloseCode.UNAUTHORIZED: "unauthorized",
     BrokerCloseCode.FORBIDDEN: "forbidden_origin",
     BrokerCloseCode.NOT_FOUND: "not_found",
+}
+
+#: The reason of the 1000 that follows the ack of a stop or a release (serve's own stop says "stopped").
+ACK_CLOSE_REASONS: Final[Mapping[ControlKind, str]] = {
+    ControlKind.STOP: "stopped",
+    ControlKind.RELEASE: "released",
 }
 
 #: Upstream codes the client gets unchanged: the task host's own verdict on the server.

@@ -33,6 +33,7 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from kandev_lsp.broker.closecodes import (
+    ACK_CLOSE_REASONS,
     CLOSE_REASONS,
     BrokerCloseCode,
     client_close_for_lease_end,
@@ -73,10 +74,10 @@ from kandev_lsp.broker.upstream import UpstreamOptions, connect_upstream
 from kandev_lsp.protocol.jsonrpc import notification
 from kandev_lsp.session import log_event
 from kandev_lsp.stream.contract import stop_frame
-from kandev_lsp.stream.websocket import close_within
+from kandev_lsp.stream.websocket import close_within, closed_by
 from websockets.asyncio.client import ClientConnection
 from websockets.asyncio.server import ServerConnection
-from websockets.exceptions import ConnectionClosed
+from websockets.exceptions import ConnectionClosed, ConnectionClosedError
 from websockets.protocol import State
 
 __all__ = ["LeaseMode", "LeaseModeConfig"]
@@ -331,7 +332,8 @@ class LeaseMode:
                 lease.attachment = None
                 if lease.ready is not None:
                     self._to_server(lease, lease.peer.detach())
-                self.perform(self.book.detach(lease_id, generation))
+                how, code = _departure(websocket)
+                self.perform(self.book.detach(lease_id, generation, how=how, code=code))
                 attachment.close(BrokerCloseCode.NORMAL)
             await attachment.writer
 
@@ -360,9 +362,13 @@ class LeaseMode:
         for raw in held:
             if not self._from_client(lease, attachment, raw):
                 return
-        async for raw in attachment.websocket:
-            if not self._from_client(lease, attachment, raw):
-                break
+        # A client that vanishes (no close frame: a closed laptop, a killed tab) ends this loop with
+        # ConnectionClosedError: that is a detach like any other, logged as one lease_detached line
+        # (how=lost code=1006), not a library traceback.
+        with contextlib.suppress(ConnectionClosedError):
+            async for raw in attachment.websocket:
+                if not self._from_client(lease, attachment, raw):
+                    break
 
     async def _until_ready(self, lease: _Lease, attachment: _Attachment) -> list[str | bytes] | None:
         """Until serve's ``ready`` (during an install): the client's frames are read as they come, a
@@ -507,18 +513,19 @@ class LeaseMode:
                     attachment.send(
                         ack_frame(action.control.value, lease.control_id, confirmed=lease.confirmed)
                     )
-                    self._end_attachment(lease, action.generation, BrokerCloseCode.NORMAL)
+                    reason = ACK_CLOSE_REASONS[action.control]  # "stopped" / "released"
+                    self._end_attachment(lease, action.generation, BrokerCloseCode.NORMAL, reason)
             elif isinstance(action, RejectWaiting):
                 waiting = self._waiting.get(action.lease_id)
                 if waiting is not None and not waiting.done():
                     waiting.set_result(action.code)
                 self._leases.pop(action.lease_id, None)
 
-    def _end_attachment(self, lease: _Lease, generation: int, code: int) -> None:
+    def _end_attachment(self, lease: _Lease, generation: int, code: int, reason: str | None = None) -> None:
         attachment = lease.attachment
         if attachment is not None and attachment.generation == generation:
             lease.attachment = None
-            attachment.close(code)
+            attachment.close(code, reason)
 
     def _cancel_timer(self, lease_id: str) -> None:
         timer = self._timers.pop(lease_id, None)
@@ -623,7 +630,8 @@ class LeaseMode:
         if lease.attachment is attachment:
             lease.attachment = None
             self._to_server(lease, lease.peer.detach())
-            self.perform(self.book.detach(lease.lease_id, attachment.generation))
+            code = int(BrokerCloseCode.CONNECTION_FAILED)
+            self.perform(self.book.detach(lease.lease_id, attachment.generation, how="stalled", code=code))
             attachment.close(BrokerCloseCode.CONNECTION_FAILED)
 
     def _to_server(self, lease: _Lease, out: PeerOutput) -> None:
@@ -707,6 +715,17 @@ class LeaseMode:
         ]
         if tasks:
             await asyncio.wait(tasks, timeout=self.config.shutdown_timeout + self.config.cleanup_timeout + 2)
+
+
+def _departure(websocket: ServerConnection) -> tuple[str, int]:
+    """How a client left, for the ``lease_detached`` line: ``closed`` with the close code the client
+    sent (or, when the broker closed first, the one it sent), else ``lost`` (no close frame: 1006)."""
+    sent, received = closed_by(websocket)
+    if received is not None:
+        return "closed", received
+    if sent is not None:
+        return "closed", sent
+    return "lost", 1006
 
 
 def _stop_control(raw: str | bytes) -> Control | None:

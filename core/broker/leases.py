@@ -464,8 +464,12 @@ class LeaseBook:
 
     # --- attachments -----------------------------------------------------------------------------
 
-    def detach(self, lease_id: str, generation: int) -> list[Action]:
+    def detach(
+        self, lease_id: str, generation: int, *, how: str | None = None, code: int | None = None
+    ) -> list[Action]:
         """The client attached as ``generation`` left (close, transport loss, 5 s write stall: K15.10).
+        ``how`` (``closed``, ``lost``, ``stalled``) and the close ``code`` go into the one
+        ``lease_detached`` line that says so (K19.2).
 
         A live lease stays, detached, with a fresh full deadline (K12.16); a queued admission is
         abandoned (it holds no slot); a closing lease just forgets the client. A stale generation
@@ -474,20 +478,25 @@ class LeaseBook:
         lease = self._leases.get(lease_id)
         if lease is None or not lease.attached or lease.generation != generation:
             return []
+        departure: dict[str, str | int | bool] = {}
+        if how is not None:
+            departure["how"] = how
+        if code is not None:
+            departure["code"] = code
         if lease.phase is Phase.QUEUED:
             del self._leases[lease_id]
             return [self._transition("lease_abandoned", lease)]
         lease.attached = False
         lease.ack = None
         if lease.phase is not Phase.LIVE:
-            return [self._transition("lease_detached", lease)]
+            return [self._transition("lease_detached", lease, **departure)]
         now = self._clock()
         lease.detached_at = now
         lease.detach_serial += 1
         lease.deadline_at = now + self.config.detach_timeout
         return [
             ArmDeadline(lease_id, lease.deadline_at, (now, lease.detach_serial)),
-            self._transition("lease_detached", lease),
+            self._transition("lease_detached", lease, **departure),
         ]
 
     def on_deadline(self, lease_id: str, token: tuple[float, int]) -> list[Action]:

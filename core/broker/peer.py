@@ -9,8 +9,9 @@ asked to leave). Time comes from an injected clock. What it keeps, and why:
   ``initialize`` on the same lease is answered from the retained result and its ``initialized`` is
   swallowed, so a generic LSP client resumes without the server seeing a second initialize (K17.4);
   a ``workDoneToken`` is injected when the client sent none, so initialize progress is tracked (K6.1);
-* within a state budget of 4 MiB (initialize params and result, registrations; K14.5): a registration
-  that would exceed it is refused to the server with an error;
+* within a state budget of 4 MiB (K14.5), counting everything it keeps (:meth:`LeasePeer.state_bytes`):
+  a registration that would exceed it is refused to the server with an error, and an initialize result
+  that would is answered to the client as an error and not kept;
 * client request ids mapped to server-facing ids per attachment generation, with the bounds
   (:mod:`kandev_lsp.broker.requests`, K15);
 * answers to server requests, attached or not, so a server never waits on a client that left (K15.9):
@@ -133,6 +134,7 @@ class LeasePeer:
         self.requests = RequestMap(bounds, clock=clock)
         self.documents = DocumentVersions()
         self.client_versions = ClientVersions()  # the attached client's own, per server-facing version
+        self._counter_bytes = 0  # what the per-URI version counters cost (state_bytes)
         self.diagnostics = DiagnosticsStore(server_generation)
         self.registrations = RegistrationStore()
         self.progress = ProgressTracker(server_generation)
@@ -320,6 +322,8 @@ class LeasePeer:
             return
         document = dict(params["textDocument"])
         if message["method"] == "textDocument/didOpen":
+            if self.documents.last_version(uri) == 0:  # a counter kept for the lease's life (K17.6)
+                self._counter_bytes += len(uri.encode("utf-8")) + 8
             language_id = document.get("languageId")
             version = self.documents.open(uri, language_id if isinstance(language_id, str) else "")
             self.client_versions.forget(uri)  # a reopen starts the client's numbering over
@@ -363,6 +367,15 @@ class LeasePeer:
         server_id = message.get("id")
         if server_id is not None and server_id == self._initialize_id:
             self._initialize_id = None
+            result = message.get("result")
+            size = _json_size(result)
+            if isinstance(result, dict) and self._over_budget(size):
+                # Not kept beyond the budget (K14.5): every client of the lease gets this error instead.
+                why = (
+                    f"the server's initialize result is {size} bytes; the broker keeps at most "
+                    f"{self.state_budget} bytes of state per lease"
+                )
+                message = error_response(server_id, ErrorCode.REQUEST_FAILED, why)
             self._initialize_response = message
             if isinstance(message.get("result"), dict):
                 self.initialize_result = message["result"]
@@ -537,12 +550,19 @@ class LeasePeer:
         }
 
     def state_bytes(self) -> int:
-        """The retained state's size as JSON: initialize params and result, registrations."""
+        """All the state the lease keeps, in bytes (K14.5): as JSON, the initialize params and result,
+        the registrations, the progress snapshot and the diagnostics held for the attached client; and
+        per-URI version counters (the URI's bytes and 8) and the client's versions (16 each)."""
         registrations = [registration.to_json() for registration in self.registrations.snapshot()]
+        held = [list(entry.diagnostics) for entry in self.diagnostics.snapshot().values()]
         return (
             _json_size(self.initialize_params)
             + _json_size(self.initialize_result)
             + _json_size(registrations)
+            + _json_size(self.progress_for_client())
+            + _json_size(held)
+            + self._counter_bytes
+            + 16 * len(self.client_versions)
         )
 
     def _over_budget(self, extra: int) -> bool:

@@ -44,10 +44,10 @@ from kandev_lsp.broker.leases import (
     ReclaimTicket,
     ReleaseReason,
 )
+from kandev_lsp.broker.listener import listener_connection
 from kandev_lsp.broker.metrics import CONTENT_TYPE, BrokerMetrics
 from kandev_lsp.broker.modes import BrokerMode
 from kandev_lsp.broker.peer import ConfigurationAnswerer
-from kandev_lsp.broker.plain_http import plain_http_connection
 from kandev_lsp.broker.proxy_mode import ProxyConfig, ProxyMode
 from kandev_lsp.broker.requests import DEFAULT_REQUEST_TIMEOUT
 from kandev_lsp.broker.ticket_route import TicketRoute
@@ -253,7 +253,7 @@ class BrokerServer:
             self.config.port,
             process_request=self._process_request,
             select_subprotocol=lambda _connection, offered: _selected(offered),
-            create_connection=plain_http_connection(self._ticket_route.answer, MAX_MINT_BODY),
+            create_connection=listener_connection(self._ticket_route.answer, MAX_MINT_BODY),
             max_size=self.config.max_message,
             max_queue=2,
             compression=None,
@@ -264,7 +264,8 @@ class BrokerServer:
         listing = getattr(self._directory, "executions", None)
         if self.mode.follows_directory and callable(listing):
             self._watcher = asyncio.create_task(self._watch_directory(listing))
-        log_event(log, "broker_listening", url=self.url, continuity=int(self.config.continuity))
+        # No URL (the log rules): the port says where, the listening line on stdout says the rest.
+        log_event(log, "broker_listening", port=self.port, continuity=int(self.config.continuity))
 
     async def _watch_directory(self, listing: Callable[[], Mapping[str, Execution]]) -> None:
         """Tell the mode about executions replaced in or removed from the directory (K12.6)."""

@@ -16,7 +16,7 @@ from http import HTTPStatus
 from typing import Final
 
 from kandev_lsp.broker.auth import Authorizer, CallerRequest
-from kandev_lsp.broker.plain_http import PlainRequest, PlainResponse
+from kandev_lsp.broker.listener import PlainRequest, PlainResponse
 from kandev_lsp.broker.tickets import BadMintRequest, TicketBook, TicketGrant, parse_mint_body
 from kandev_lsp.session import log_event
 from kandev_lsp.stream.handshake import Refusal, repeated_refusal, single_headers, unauthorized

@@ -11,7 +11,8 @@ import argparse
 import sys
 from typing import TYPE_CHECKING, Any
 
-from kandev_lsp.broker.tickets import DEFAULT_TICKET_TTL, MAX_TICKET_TTL  # pure: no websockets
+from kandev_lsp.broker.config import DEFAULT_DETACH_TIMEOUT  # pure: no websockets
+from kandev_lsp.broker.tickets import DEFAULT_TICKET_TTL, MAX_TICKET_TTL
 from kandev_lsp.cli.serve import add_allow_origin_argument, add_log_level_argument, configure_logging
 
 if TYPE_CHECKING:
@@ -58,6 +59,16 @@ def add_broker_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentPa
     )
     add_allow_origin_argument(parser, "default: none, every request carrying an Origin is refused")
     parser.add_argument(
+        "--detach-timeout",
+        metavar="SECONDS",
+        type=_positive_seconds,
+        default=DEFAULT_DETACH_TIMEOUT,
+        help=(
+            "with continuity on: how long a lease lives with no client attached before it ends "
+            f"(detached_timeout) and its server is stopped (default: {DEFAULT_DETACH_TIMEOUT:g}, one hour)"
+        ),
+    )
+    parser.add_argument(
         "--ticket-ttl",
         metavar="SECONDS",
         type=_ticket_ttl,
@@ -69,6 +80,16 @@ def add_broker_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentPa
     )
     add_log_level_argument(parser, "info")
     parser.set_defaults(handler=run_broker)
+
+
+def _positive_seconds(value: str) -> float:
+    try:
+        seconds = float(value)
+    except ValueError:
+        seconds = 0.0
+    if not seconds > 0 or seconds == float("inf"):
+        raise argparse.ArgumentTypeError(f"{value!r} is not a number of seconds above 0, e.g. 3600")
+    return seconds
 
 
 def _ticket_ttl(value: str) -> float:
@@ -103,6 +124,7 @@ def run_broker(args: argparse.Namespace) -> int:
         capacity=max_connections(),
         allowed_origins=tuple(args.allow_origin or ()),
         ticket_ttl=args.ticket_ttl,
+        detach_timeout=args.detach_timeout,
     )
     suppressed = None
     if config.continuity:  # the ready frame's suppressedProviders, from the plugins' hook (K2.3)

@@ -382,6 +382,41 @@ def test_a_registration_beyond_the_state_budget_is_refused_to_the_server() -> No
     assert peer.state_bytes() <= 2048
 
 
+def test_the_state_budget_counts_progress_counters_versions_and_diagnostics() -> None:
+    """K14.5 (issue 18 item 11): everything the lease keeps is counted, not only initialize and the
+    registrations."""
+    peer, _ = _initialized_peer()
+    base = peer.state_bytes()
+    peer.from_server(_request("c", "window/workDoneProgress/create", {"token": "t"}))
+    begin = {"token": "t", "value": {"kind": "begin", "title": "Indexing " + "x" * 500}}
+    peer.from_server(_notification("$/progress", begin))
+    with_progress = peer.state_bytes()
+    assert with_progress >= base + 500
+    _open(peer)  # a counter for the URI, the client's version
+    with_document = peer.state_bytes()
+    assert with_document >= with_progress + len(URI) + 8 + 16
+    peer.from_server(_diagnostics(1))
+    assert peer.state_bytes() > with_document  # the held diagnostics
+    peer.detach()
+    assert peer.state_bytes() < with_document  # cleared with the attachment; the counter stays
+
+
+def test_an_initialize_result_beyond_the_budget_is_refused_and_not_kept() -> None:
+    peer = LeasePeer(clock=FakeClock(), state_budget=4096)
+    peer.attach(1)
+    [sent] = peer.from_client(_request(1, "initialize", {"capabilities": {}})).to_server
+    huge = {"capabilities": {"experimental": {"blob": "x" * 8192}}}
+    out = peer.from_server(_result(sent["id"], huge))
+    [answer] = out.to_client
+    assert answer["id"] == 1 and answer["error"]["code"] == -32803
+    assert "initialize result is" in answer["error"]["message"] and "4096 bytes" in answer["error"]["message"]
+    assert peer.initialize_result is None and peer.state_bytes() < 4096
+    assert peer.initialize_error is not None  # what a resumed client is told too
+    peer.detach()
+    peer.attach(2)
+    assert peer.from_client(_request(3, "initialize", {})).to_client[0]["error"]["code"] == -32803
+
+
 def test_the_progress_a_reattaching_client_gets_is_in_elapsed_milliseconds() -> None:
     peer, clock = _initialized_peer()
     peer.from_server(_request("c", "window/workDoneProgress/create", {"token": "t"}))

@@ -80,7 +80,7 @@ def test_a_reload_comes_back_to_the_same_warm_server_and_stop_is_acknowledged_af
                 ack = await frame_with(ws, "ack")
                 assert ack == {"ack": "stop", "id": "s", "ok": True, "confirmed": True}
                 assert gopls(tag) == []  # reaped before the ack
-                assert await closed_with(ws) == (1000, "")
+                assert await closed_with(ws) == (1000, "stopped")  # the reason after a stop's ack
             text = await metrics(server)
             assert 'lsp_lease_released_total{reason="stop"} 1.0' in text
             assert "lsp_lease_active 0.0" in text
@@ -203,7 +203,7 @@ def test_control_frames_are_acknowledged_and_unknown_ones_refused() -> None:
                 "ok": True,
                 "confirmed": True,
             }  # the fake exits on `exit`
-            assert await closed_with(ws) == (1000, "")
+            assert await closed_with(ws) == (1000, "released")  # the reason after a release's ack
             assert 'lsp_lease_released_total{reason="editor_idle"} 1.0' in await metrics(server)
 
     asyncio.run(scenario())

@@ -171,7 +171,7 @@ def test_a_settings_change_while_detached_reaches_the_server_and_the_lease_resum
                 assert methods(record).count("initialize") == 1  # never started again
                 await ws.send(json.dumps({"control": "stop", "id": "s"}))
                 assert (await frame_with(ws, "ack"))["ok"] is True
-                assert await closed_with(ws) == (1000, "")
+                assert await closed_with(ws) == (1000, "stopped")  # the ack's reason (item 11)
             assert processes_tagged(TAG, tag) == []
 
     asyncio.run(scenario())

@@ -72,7 +72,7 @@ def test_a_stop_of_a_server_that_ignores_exit_is_confirmed_after_its_tree_is_rea
                 ack = await frame_with(ws, "ack")
             assert not any(pid_alive(pid) for pid in pids), "acknowledged before the tree was reaped"
             assert ack == {"ack": "stop", "id": "s", "ok": True, "confirmed": True}
-            assert await closed_with(ws) == (1000, "")
+            assert await closed_with(ws) == (1000, "stopped")  # the ack's reason (item 11)
 
     asyncio.run(scenario())
 

@@ -1,9 +1,11 @@
-"""One plain HTTP request on the broker's WebSocket listener: how ``POST /lsp/tickets`` is served.
+"""The connections of the broker's listener: websockets' own, with two differences (issue 18 items 1, 11).
+
+**One plain HTTP request: how ``POST /lsp/tickets`` is served.**
 
 websockets parses only WebSocket handshakes: a request with a body is refused before any hook of ours
 runs. The ticket route needs a JSON body on the same host and port as ``/lsp/{sessionId}`` (an embedder
 configures one broker address). So the listener's connections are a subclass of websockets' own
-(:func:`plain_http_connection`, through ``serve(create_connection=...)``, the library's documented way to
+(:func:`listener_connection`, through ``serve(create_connection=...)``, the library's documented way to
 customize a connection): it looks at the first bytes a client sends. A ``POST`` is parsed by h11 (a
 well-kept HTTP/1.1 parser; no hand-written one) and answered by the broker's handler, then the
 connection is closed; anything else is handed to websockets unchanged, byte for byte.
@@ -11,6 +13,11 @@ connection is closed; anything else is handed to websockets unchanged, byte for 
 Bounds: the request head is at most 16 KiB and the body at most ``max_body`` bytes (413 past it, before
 it is buffered); the whole exchange shares websockets' opening-handshake deadline (``open_timeout``),
 after which the library drops the connection. One request per connection (``Connection: close``).
+
+**The documented close reason for an oversized message.** websockets refuses a client message over
+``max_size`` itself, with 1009 and a reason of its own ("frame with 16777217 bytes exceeds limit of
+16777216 bytes"). The contract's reason is ``message too big``: the connection's sans-io protocol is a
+subclass whose ``fail`` (websockets' public method to fail a connection) gives 1009 that reason.
 """
 
 from __future__ import annotations
@@ -26,14 +33,18 @@ from typing import Any, Final
 import h11
 from websockets.asyncio.server import ServerConnection
 from websockets.datastructures import Headers
+from websockets.frames import CloseCode
+from websockets.server import ServerProtocol
 
-__all__ = ["PlainAnswerer", "PlainRequest", "PlainResponse", "plain_http_connection"]
+__all__ = ["MESSAGE_TOO_BIG_REASON", "PlainAnswerer", "PlainRequest", "PlainResponse", "listener_connection"]
 
 log = logging.getLogger("kandev_lsp.broker")
 
 #: The first bytes of a request this module answers; everything else is a WebSocket handshake.
 _PLAIN_METHOD: Final = b"POST "
 _MAX_HEAD: Final = 16 * 1024
+#: The reason of the broker's 1009 (docs/broker-contract.md, close codes).
+MESSAGE_TOO_BIG_REASON: Final = "message too big"
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,7 +76,7 @@ def _error(status: HTTPStatus, error: str, message: str) -> PlainResponse:
 class _Exchange:
     """The h11 side of one plain request, fed by the connection's ``data_received``."""
 
-    def __init__(self, connection: _PlainCapable, answer: PlainAnswerer, max_body: int) -> None:
+    def __init__(self, connection: _ListenerConnection, answer: PlainAnswerer, max_body: int) -> None:
         self._connection = connection
         self._answer = answer
         self._max_body = max_body
@@ -165,14 +176,26 @@ def _content_length(headers: Any) -> int | None:
     return None
 
 
-class _PlainCapable(ServerConnection):
+class _DocumentedReasons(ServerProtocol):
+    """websockets' server protocol, failing an oversized message with the contract's reason."""
+
+    def fail(self, code: CloseCode | int, reason: str = "") -> None:
+        if code == CloseCode.MESSAGE_TOO_BIG:
+            reason = MESSAGE_TOO_BIG_REASON
+        super().fail(code, reason)
+
+
+class _ListenerConnection(ServerConnection):
     """websockets' server connection, answering a plain ``POST`` itself (see the module docstring)."""
 
     answer: PlainAnswerer
     max_body: int
 
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
+    def __init__(self, protocol: ServerProtocol, *args: Any, **kwargs: Any) -> None:
+        # The protocol is built by websockets' serve() before it reaches this class; its one changed
+        # method needs no state of its own, so the instance takes the subclass as it is.
+        protocol.__class__ = _DocumentedReasons
+        super().__init__(protocol, *args, **kwargs)
         self._sniffed: bytes | None = b""
         self._exchange: _Exchange | None = None
 
@@ -201,11 +224,12 @@ class _PlainCapable(ServerConnection):
         return super().eof_received()
 
 
-def plain_http_connection(answer: PlainAnswerer, max_body: int) -> type[ServerConnection]:
+def listener_connection(answer: PlainAnswerer, max_body: int) -> type[ServerConnection]:
     """A connection class for ``websockets.asyncio.server.serve(create_connection=...)`` whose plain
-    ``POST`` requests are answered by ``answer`` (bodies up to ``max_body`` bytes)."""
+    ``POST`` requests are answered by ``answer`` (bodies up to ``max_body`` bytes) and whose 1009 says
+    ``message too big``."""
 
-    class BrokerConnection(_PlainCapable):
+    class BrokerConnection(_ListenerConnection):
         pass
 
     BrokerConnection.answer = staticmethod(answer)

@@ -1,0 +1,121 @@
+"""The smaller divergences of issue 18 item 11, each as a client or an operator meets it: the 1009
+reason, the reason after a stop or release ack, one structured line (no traceback) for a client that
+vanishes, no URL in the broker's log, and ``kandev-lsp broker --detach-timeout``.
+
+Before the fix: 1009 carried websockets' text ("frame with ... bytes exceeds limit ..."); the 1000 after
+an ack was empty where the contract's control table says ``stopped`` / ``released``; each abrupt
+disconnect logged websockets' "connection handler failed" with a ~20-line traceback; the log's
+``broker_listening`` line held the URL; the detached lifetime had no flag."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import os
+import signal
+import sys
+from pathlib import Path
+
+import pytest
+from routekit import BROKER_TOKEN, attached, closed_with, fake_upstream, frame_with, initialize, ready, until
+from websockets.asyncio.client import connect
+
+
+def test_an_oversized_message_is_closed_1009_message_too_big() -> None:
+    async def scenario() -> None:
+        async with fake_upstream("lsp") as url, attached(url, continuity=True, max_message=4096) as (_, ws):
+            await ready(ws)
+            await ws.send("x" * 8192)
+            assert await closed_with(ws) == (1009, "message too big")
+
+    asyncio.run(scenario())
+
+
+@pytest.mark.parametrize(("control", "reason"), [("stop", "stopped"), ("release", "released")])
+def test_the_close_after_an_ack_says_what_was_acknowledged(control: str, reason: str) -> None:
+    async def scenario() -> None:
+        async with fake_upstream("lsp") as url, attached(url, continuity=True) as (_, ws):
+            frame = await ready(ws)
+            await initialize(ws, frame["workspaceUri"])
+            await ws.send(json.dumps({"control": control, "id": 1}))
+            assert (await frame_with(ws, "ack"))["ok"] is True
+            assert await closed_with(ws) == (1000, reason)
+
+    asyncio.run(scenario())
+
+
+def test_a_client_that_vanishes_is_one_structured_line_not_a_traceback(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    async def scenario() -> None:
+        async with fake_upstream("lsp") as url, attached(url, continuity=True) as (_, ws):
+            frame = await ready(ws)
+            await initialize(ws, frame["workspaceUri"])
+            ws.transport.abort()  # no close frame: a killed tab, a closed laptop lid
+            await until(lambda: "event=lease_detached" in caplog.text)
+            await asyncio.sleep(0.2)  # whatever else the disconnect would log has been logged
+
+    with caplog.at_level(logging.INFO):
+        asyncio.run(scenario())
+    [detached] = [r.getMessage() for r in caplog.records if "event=lease_detached" in r.getMessage()]
+    assert "how=lost" in detached and "code=1006" in detached
+    assert not [r for r in caplog.records if r.exc_info], "a traceback was logged"
+    assert "connection handler failed" not in caplog.text
+
+
+def test_broker_command_detach_timeout_and_no_url_in_its_log(tmp_path: Path) -> None:
+    environ = {k: v for k, v in os.environ.items() if not k.startswith(("KANDEV_LSP_", "KANDEV_FEATURES"))}
+    environ.update(KANDEV_LSP_BROKER_TOKEN=BROKER_TOKEN, KANDEV_FEATURES_LSP_BROWSER_CONTINUITY="1")
+    command = [sys.executable, "-m", "kandev_lsp.cli", "broker"]
+
+    async def scenario() -> None:
+        async with fake_upstream("lsp") as url:
+            directory = tmp_path / "directory.json"
+            execution = {"executor": "local", "streamUrl": url, "token": "t" * 20, "workspace": "/w"}
+            directory.write_text(json.dumps({"sessions": {"s1": "x1"}, "executions": {"x1": execution}}))
+            process = await asyncio.create_subprocess_exec(
+                *command,
+                "--directory",
+                str(directory),
+                "--detach-timeout",
+                "1.5",
+                stdout=asyncio.subprocess.PIPE,
+                stderr=asyncio.subprocess.PIPE,
+                env=environ,
+            )
+            assert process.stdout is not None and process.stderr is not None
+            try:
+                async with asyncio.timeout(30):
+                    line = json.loads(await process.stdout.readline())
+                headers = {"Authorization": f"Bearer {BROKER_TOKEN}"}
+                async with connect(f"{line['url']}/lsp/s1?language=go", additional_headers=headers) as ws:
+                    frame = await ready(ws)
+                    await initialize(ws, frame["workspaceUri"])
+                log = b""
+                async with asyncio.timeout(20):  # the detached lease expires after 1.5 s
+                    while b"event=lease_expired" not in log:
+                        log += await process.stderr.readline()
+            finally:
+                process.send_signal(signal.SIGTERM)
+                async with asyncio.timeout(30):
+                    assert await process.wait() == 0
+            log += await process.stderr.read()
+            text = log.decode()
+            assert "reason=detached_timeout" in text
+            assert "event=broker_listening port=" in text and "ws://" not in text  # no URL in the log
+
+        bad = await asyncio.create_subprocess_exec(
+            *command,
+            "--directory",
+            str(directory),
+            "--detach-timeout",
+            "0",
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+            env=environ,
+        )
+        out, err = await bad.communicate()
+        assert bad.returncode == 2 and out == b"" and b"--detach-timeout" in err
+
+    asyncio.run(scenario())
