@@ -181,6 +181,8 @@ class Lifecycle:
     resolver_factory: Callable[[PluginHost], Resolver] = Resolver
     _installer: InstallManager | None = field(default=None, init=False, repr=False)
     _resolver: Resolver | None = field(default=None, init=False, repr=False)
+    #: Set by :meth:`aclose`: no install starts after it (one that asked meanwhile is cancelled).
+    _closed: bool = field(default=False, init=False, repr=False)
 
     # Settings --------------------------------------------------------------------------------------------
     def user_settings(self) -> UserSettings | None:
@@ -251,7 +253,12 @@ class Lifecycle:
     async def _install(self, language: str, task: Task, observer: LaunchObserver) -> Resolution:
         from kandev_lsp.install import InstallCancelled, InstallError, NoInstallerError
 
+        closing = "kandev-lsp is stopping: no install starts now"
+        if self._closed:
+            raise LaunchError(LaunchFailure.INSTALL_CANCELLED, closing)
         await observer.installing(language)
+        if self._closed:  # closed while the front end wrote its "installing": aclose() reaped no install of it
+            raise LaunchError(LaunchFailure.INSTALL_CANCELLED, closing)
         try:
             receipt = await self.install_manager().install(language, task, progress=observer.progress)
         except InstallCancelled as exc:
@@ -396,7 +403,9 @@ class Lifecycle:
         return await self.start(resolution, task, limits=limits, **session_options)
 
     async def aclose(self) -> None:
-        """Close the install manager (cancelling and reaping installs still running)."""
+        """Close the install manager: installs still running are cancelled, and this returns once their
+        processes are reaped and their staging folders removed. No install starts afterwards."""
+        self._closed = True
         installer, self._installer = self._installer, None
         if installer is not None:
             await installer.aclose()

@@ -259,6 +259,10 @@ class InstallManager:
             shared.waiters -= 1
             if shared.waiters == 0 and not shared.task.done():
                 shared.abandon()  # nobody wants it any more
+                # The last caller leaves only once the install has unwound: its processes stopped and reaped,
+                # its staging folder removed. A caller that answers "stopped" (the stream's 1000, K16.2) or
+                # tears down (1001) after this returns can rely on it (issue 17 item 4).
+                await _unwound(shared.task)
 
     async def _wait_until_done(
         self, language: str, shared: _SharedInstall, cancel: CancelToken | None
@@ -458,6 +462,20 @@ class InstallManager:
         for shared in running:
             shared.abandon()
         await asyncio.gather(*(shared.task for shared in running if shared.task), return_exceptions=True)
+
+
+async def _unwound(task: asyncio.Task[InstallReceipt]) -> None:
+    """Wait until the cancelled install ``task`` has finished its cleanup, whatever it ends with. A second
+    cancellation of the caller meanwhile does not cut the wait short (the install would still be unwinding
+    when the caller goes on); it is raised once the install is done."""
+    cancelled = False
+    while not task.done():
+        try:
+            await asyncio.wait([task])
+        except asyncio.CancelledError:
+            cancelled = True
+    if cancelled:
+        raise asyncio.CancelledError
 
 
 async def _sweep_dead_installs(cache: ServerCache) -> None:

@@ -155,9 +155,14 @@ class StreamServer:
         await self.aclose()
 
     async def aclose(self) -> None:
-        """Close every connection with 1001 ``going away`` (each close bounded by the write deadline),
-        wait for their servers to stop, stop installs and leftovers."""
+        """Stop installs, then close every connection with 1001 ``going away`` (each close bounded by the
+        write deadline), wait for their servers to stop, stop leftovers.
+
+        Installs go first: the lifecycle's close cancels them and returns once their process trees are
+        reaped and their staging folders removed, and a connection waiting for one closes itself with 1001
+        only then, so that close proves the cleanup as the stop frame's does (issue 17 item 4)."""
         self._ctx.stopping = True
+        await self._ctx.aclose()
         if self._server is not None:
             open_connections = [ws for ws in self._server.connections if is_open(ws)]
             if open_connections:
