@@ -36,6 +36,7 @@ __all__ = [
     "Admission",
     "ArmDeadline",
     "CancelDeadline",
+    "ClaimPolicy",
     "CloseUpstream",
     "ControlKind",
     "EndAttachment",
@@ -84,6 +85,20 @@ _CONTROL_REASON: Final[Mapping[ControlKind, ReleaseReason]] = {
     ControlKind.STOP: ReleaseReason.STOP,
     ControlKind.RELEASE: ReleaseReason.EDITOR_IDLE,
 }
+
+
+class ClaimPolicy(StrEnum):
+    """When a client without a usable lease hint may claim another detached lease of the same
+    execution, language and owner (K12.9, K12.15) instead of starting a fresh server."""
+
+    #: The seed's: a client that sent **no** hint (a new tab) claims the newest detached lease; a hint
+    #: that names no usable lease (expired, evicted, from before a restart, attached elsewhere) is a
+    #: fresh start: that tab had a server of its own, and it is gone.
+    UNHINTED = "unhinted"
+    #: Never claim: every client without a usable hint starts a fresh server.
+    NEVER = "never"
+    #: Claim whenever a detached lease exists, hint or not (the broker's behaviour before issue 18).
+    ALWAYS = "always"
 
 
 class Phase(StrEnum):
@@ -209,6 +224,7 @@ class Admission:
 class LeaseConfig:
     capacity: int = DEFAULT_MAX_CONNECTIONS
     detach_timeout: float = DEFAULT_DETACH_TIMEOUT
+    claim_policy: ClaimPolicy = ClaimPolicy.UNHINTED
 
     def __post_init__(self) -> None:
         if self.capacity < 1:
@@ -366,10 +382,11 @@ class LeaseBook:
         """Find or create a lease for a client of ``execution`` and ``language`` (K12.8-K12.14).
 
         Reattach the hinted lease when it is detached and belongs to the same execution and language;
-        otherwise claim the newest detached lease of that execution and language; otherwise create one
-        when a slot is free, or queue behind a closing lease, or evict the least recently detached lease
-        and queue behind it; otherwise reject (4005) with nothing started. An attached lease is never
-        taken, whatever the hint says.
+        otherwise, when the claim policy allows it (:class:`ClaimPolicy`; by default only for a client
+        that sent no hint), claim the newest detached lease of that execution and language; otherwise
+        create one when a slot is free, or queue behind a closing lease, or evict the least recently
+        detached lease and queue behind it; otherwise reject (4005) with nothing started. An attached
+        lease is never taken, whatever the hint says.
 
         Reattaching and claiming stay within the creating caller's ``owner``: the lease's server was
         configured with that owner's settings (K14.9), and its documents, diagnostics and progress are
@@ -388,13 +405,15 @@ class LeaseBook:
         )
         if lease is not None and same_place and self._is_detached(lease):
             return self._attach(lease, Outcome.REATTACHED)
+        policy = self.config.claim_policy
+        may_claim = policy is ClaimPolicy.ALWAYS or (policy is ClaimPolicy.UNHINTED and not hint)
         detached = [
             lease
             for lease in self._leases.values()
             if self._is_detached(lease)
             and (lease.execution, lease.language, lease.owner) == (execution, language, owner)
         ]
-        if detached:
+        if detached and may_claim:
             newest = max(detached, key=lambda lease: (lease.detached_at or 0.0, lease.order))
             return self._attach(newest, Outcome.CLAIMED)
         if self._slots_held() < self.config.capacity:

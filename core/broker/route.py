@@ -39,6 +39,7 @@ from kandev_lsp.broker.contract import BadBrokerRequest, parse_broker_path, pars
 from kandev_lsp.broker.directory import DirectoryError, Execution, ExecutionDirectory, replaced_executions
 from kandev_lsp.broker.lease_mode import LeaseMode, LeaseModeConfig, SuppressedProviders
 from kandev_lsp.broker.leases import (
+    ClaimPolicy,
     LeaseBook,
     LeaseConfig,
     ReclaimTicket,
@@ -97,6 +98,8 @@ class BrokerConfig:
     close_timeout: float = 5.0
     #: Lease mode: how long a detached lease lives (K12.16), the stop sequence's bounds (K16.2).
     detach_timeout: float = DEFAULT_DETACH_TIMEOUT
+    #: Lease mode: when a client without a usable hint claims another detached lease (K12.9, K12.15).
+    claim_policy: ClaimPolicy = ClaimPolicy.UNHINTED
     shutdown_timeout: float = 5.0
     cleanup_timeout: float = 10.0
     #: Lease mode: a client request the server has not answered in this long is cancelled toward the
@@ -181,7 +184,8 @@ class BrokerServer:
         self.mode: BrokerMode
         if self.config.continuity:
             book = LeaseBook(
-                LeaseConfig(self.config.capacity, self.config.detach_timeout), clock=time.monotonic
+                LeaseConfig(self.config.capacity, self.config.detach_timeout, self.config.claim_policy),
+                clock=time.monotonic,
             )
             self.mode = self.leases = LeaseMode(
                 book,

@@ -11,7 +11,8 @@ import argparse
 import sys
 from typing import TYPE_CHECKING, Any
 
-from kandev_lsp.broker.config import DEFAULT_DETACH_TIMEOUT  # pure: no websockets
+from kandev_lsp.broker.config import DEFAULT_DETACH_TIMEOUT  # these three are pure: no websockets
+from kandev_lsp.broker.leases import ClaimPolicy
 from kandev_lsp.broker.tickets import DEFAULT_TICKET_TTL, MAX_TICKET_TTL
 from kandev_lsp.cli.serve import add_allow_origin_argument, add_log_level_argument, configure_logging
 
@@ -66,6 +67,17 @@ def add_broker_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentPa
         help=(
             "with continuity on: how long a lease lives with no client attached before it ends "
             f"(detached_timeout) and its server is stopped (default: {DEFAULT_DETACH_TIMEOUT:g}, one hour)"
+        ),
+    )
+    parser.add_argument(
+        "--claim-policy",
+        choices=[policy.value for policy in ClaimPolicy],
+        default=ClaimPolicy.UNHINTED.value,
+        help=(
+            "with continuity on: when a client without a usable lease hint takes over another detached "
+            "lease of its session and language. unhinted (default): only a client that sent no hint "
+            "(a new tab); an expired or evicted hint starts fresh. never: always start fresh. always: "
+            "whenever one exists"
         ),
     )
     parser.add_argument(
@@ -125,6 +137,7 @@ def run_broker(args: argparse.Namespace) -> int:
         allowed_origins=tuple(args.allow_origin or ()),
         ticket_ttl=args.ticket_ttl,
         detach_timeout=args.detach_timeout,
+        claim_policy=ClaimPolicy(args.claim_policy),
     )
     suppressed = None
     if config.continuity:  # the ready frame's suppressedProviders, from the plugins' hook (K2.3)

@@ -6,7 +6,7 @@ import itertools
 from collections.abc import Iterable
 from typing import TypeVar
 
-from kandev_lsp.broker.leases import Action, LeaseBook, LeaseConfig
+from kandev_lsp.broker.leases import Action, ClaimPolicy, LeaseBook, LeaseConfig
 
 A = TypeVar("A")
 
@@ -22,11 +22,13 @@ class FakeClock:
         self.now += seconds
 
 
-def make_book(capacity: int = 8, detach_timeout: float = 3600.0) -> tuple[LeaseBook, FakeClock]:
+def make_book(
+    capacity: int = 8, detach_timeout: float = 3600.0, claim_policy: ClaimPolicy = ClaimPolicy.UNHINTED
+) -> tuple[LeaseBook, FakeClock]:
     clock = FakeClock()
     counter = itertools.count(1)
     book = LeaseBook(
-        LeaseConfig(capacity=capacity, detach_timeout=detach_timeout),
+        LeaseConfig(capacity=capacity, detach_timeout=detach_timeout, claim_policy=claim_policy),
         clock=clock,
         new_lease_id=lambda: f"lease-{next(counter)}",
     )

@@ -8,6 +8,7 @@ from kandev_lsp.broker.leases import (
     Admission,
     ArmDeadline,
     CancelDeadline,
+    ClaimPolicy,
     CloseUpstream,
     ControlKind,
     EndAttachment,
@@ -79,21 +80,48 @@ def test_a_hint_for_another_execution_or_language_is_ignored(execution: str, lan
     assert view is not None and not view.attached
 
 
-def test_without_a_usable_hint_the_newest_detached_lease_of_the_same_place_is_claimed() -> None:
-    book, clock = make_book()
+def _two_closed_windows(policy: ClaimPolicy) -> tuple[LeaseBook, FakeClock, str, str]:
+    book, clock = make_book(claim_policy=policy)
     first, second = _created(book), _created(book)  # two windows, then both closed: older first
     _detached(book, clock, language="go")  # another language: not a candidate
     for admission in (first, second):
         book.detach(str(admission.lease_id), admission.generation)
         clock.advance(1)
-    older, newer = first.lease_id, second.lease_id
-    for hint in (None, "no-such-lease"):
+    assert first.lease_id is not None and second.lease_id is not None
+    return book, clock, first.lease_id, second.lease_id
+
+
+def test_by_default_only_a_client_without_a_hint_claims_the_newest_detached_lease() -> None:
+    """K12.9, K12.15 (issue 18 item 10): a new tab may claim; a hint that names no usable lease (expired,
+    evicted, from before a restart) is a fresh start, as the seed says, not some other tab's server."""
+    book, clock, older, newer = _two_closed_windows(ClaimPolicy.UNHINTED)
+    claimed = book.admit("e1", "python")
+    assert claimed.outcome is Outcome.CLAIMED and claimed.lease_id == newer
+    assert claimed.lease_id is not None
+    book.detach(claimed.lease_id, claimed.generation)
+    clock.advance(1)
+    fresh = book.admit("e1", "python", "an-evicted-lease")
+    assert fresh.outcome is Outcome.CREATED and fresh.lease_id not in (older, newer)
+    duplicate = book.admit("e1", "python", str(fresh.lease_id))  # a copied hint of an attached lease
+    assert duplicate.outcome is Outcome.CREATED and duplicate.lease_id not in (older, newer)
+    assert book.view(older) is not None and book.view(newer) is not None  # both still detached
+
+
+@pytest.mark.parametrize(
+    ("policy", "unhinted", "stale_hint"),
+    [
+        (ClaimPolicy.NEVER, Outcome.CREATED, Outcome.CREATED),
+        (ClaimPolicy.ALWAYS, Outcome.CLAIMED, Outcome.CLAIMED),
+    ],
+)
+def test_the_claim_policy_can_be_never_or_always(
+    policy: ClaimPolicy, unhinted: Outcome, stale_hint: Outcome
+) -> None:
+    for hint, expected in ((None, unhinted), ("no-such-lease", stale_hint)):
+        book, _, _, newer = _two_closed_windows(policy)
         admission = book.admit("e1", "python", hint)
-        assert admission.outcome is Outcome.CLAIMED and admission.lease_id == newer
-        assert admission.lease_id is not None
-        book.detach(admission.lease_id, admission.generation)
-        clock.advance(1)
-    assert older is not None and book.view(older) is not None
+        assert admission.outcome is expected
+        assert (admission.lease_id == newer) is (expected is Outcome.CLAIMED)
 
 
 def test_another_owner_neither_reattaches_by_a_copied_hint_nor_claims_a_detached_lease() -> None:

@@ -16,9 +16,22 @@ import os
 import signal
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
-from routekit import BROKER_TOKEN, attached, closed_with, fake_upstream, frame_with, initialize, ready, until
+from routekit import (
+    BROKER_TOKEN,
+    attached,
+    broker,
+    client,
+    closed_with,
+    fake_upstream,
+    frame_with,
+    initialize,
+    one_session,
+    ready,
+    until,
+)
 from websockets.asyncio.client import connect
 
 
@@ -117,5 +130,46 @@ def test_broker_command_detach_timeout_and_no_url_in_its_log(tmp_path: Path) -> 
         )
         out, err = await bad.communicate()
         assert bad.returncode == 2 and out == b"" and b"--detach-timeout" in err
+        bad = await asyncio.create_subprocess_exec(
+            *command,
+            "--directory",
+            str(directory),
+            "--claim-policy",
+            "sometimes",
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+            env=environ,
+        )
+        out, err = await bad.communicate()
+        assert bad.returncode == 2 and b"--claim-policy" in err
+
+    asyncio.run(scenario())
+
+
+@pytest.mark.parametrize(
+    ("policy", "claims_unhinted", "claims_stale"),
+    [(None, True, False), ("never", False, False), ("always", True, True)],
+)
+def test_the_claim_policy_on_the_route(policy: str | None, claims_unhinted: bool, claims_stale: bool) -> None:
+    """Issue 18 item 10 (K12.9, K12.15): by default a tab without a hint claims the detached lease, a
+    tab whose hint names no lease (expired, evicted) starts fresh; ``never`` and ``always`` as named."""
+    from kandev_lsp.broker.leases import ClaimPolicy
+
+    config = {} if policy is None else {"claim_policy": ClaimPolicy(policy)}
+
+    async def resumed(server: Any, target: str) -> bool:
+        async with client(server, target) as ws:
+            frame = await ready(ws)
+            if not frame["resumed"]:
+                await initialize(ws, frame["workspaceUri"])
+            return bool(frame["resumed"])
+
+    async def scenario() -> None:
+        async with fake_upstream("lsp") as url, broker(one_session(url), continuity=True, **config) as server:
+            assert await resumed(server, "/lsp/s1?language=go") is False  # the first tab: a new lease
+            await until(lambda: server.mode.counts().detached == 1)
+            assert await resumed(server, "/lsp/s1?language=go&lease=evicted-hint") is claims_stale
+            await until(lambda: server.mode.counts().detached >= 1)
+            assert await resumed(server, "/lsp/s1?language=go") is claims_unhinted
 
     asyncio.run(scenario())
