@@ -108,6 +108,8 @@ class ProgressPrinter:
         self._last_draw = 0.0
 
     def __call__(self, report: InstallProgress) -> None:
+        if not worth_showing(report):
+            return
         if self._tty:
             self._draw(report)
         elif report.phase != self._last_phase:
@@ -146,6 +148,13 @@ class ProgressPrinter:
             self._stream.write("\n")
             self._stream.flush()
             self._line_open = False
+
+
+def worth_showing(report: InstallProgress) -> bool:
+    """Whether a person should see ``report``: every install starts with a ``waiting_for_lock`` report
+    sent before the lock is tried, which says nothing unless it carries a message (then another install
+    holds the lock, and this one waits for it)."""
+    return report.phase != "waiting_for_lock" or bool(report.message)
 
 
 def _bar(done: int, total: int | None, width: int) -> str:

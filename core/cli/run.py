@@ -158,6 +158,10 @@ class _StderrObserver:
         print(f"kandev-lsp: installing the {language} server", file=sys.stderr, flush=True)
 
     def progress(self, report: InstallProgress) -> None:
+        from kandev_lsp.cli.install import worth_showing
+
+        if not worth_showing(report):
+            return
         if report.phase == "downloading" and report.bytes_done is not None:
             total = f"/{report.bytes_total}" if report.bytes_total else ""
             text = f"downloading {report.bytes_done}{total} bytes"

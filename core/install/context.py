@@ -76,6 +76,15 @@ class InstallContext:
     def language(self) -> str:
         return self.spec.id
 
+    @property
+    def retry_command(self) -> str:
+        """The command that repeats this install, for advice: ``kandev-lsp install LANG``, with the
+        ``--version`` it was asked for when that is not the plugin's pin (dropping it would advise
+        installing another version)."""
+        pinned = getattr(self.spec.install, "version", None)
+        requested = f" --version {self.recipe.version}" if self.recipe.version != pinned else ""
+        return f"kandev-lsp install {self.language}{requested}"
+
 
 @dataclass(frozen=True, slots=True)
 class Staged:

@@ -734,6 +734,22 @@ def _verify(
         )
 
 
+@contextlib.contextmanager
+def _digest_unavailable(asset_name: str, source: str, shown: str) -> Iterator[None]:
+    """A digest source that cannot be fetched, whatever the way (refused connection, timeout, HTTP
+    status, a cut body), is a :class:`DigestUnavailableError` that says what to do (``--sha256``)."""
+    try:
+        yield
+    except DigestUnavailableError:
+        raise
+    except DownloadError as exc:
+        raise DigestUnavailableError(
+            f"no SHA-256 digest is pinned for {asset_name!r} and {source} could not be fetched: "
+            f"{str(exc).rstrip()} {DIGEST_ADVICE}",
+            url=shown,
+        ) from None
+
+
 async def _published_digest(
     client: httpx.AsyncClient, asset_url: str, asset_name: str, timeouts: DownloadTimeouts
 ) -> str:
@@ -751,16 +767,10 @@ async def _published_digest(
                 url=shown,
             )
 
-    async with _get(client, digest_url, timeouts) as response:
-        try:
+    with _digest_unavailable(asset_name, "none", shown):
+        async with _get(client, digest_url, timeouts) as response:
             _check_status(response, digest_url, f"the SHA-256 digest of {asset_name!r}", "")
-        except DownloadError as exc:
-            raise DigestUnavailableError(
-                f"no SHA-256 digest is pinned for {asset_name!r} and none could be fetched: "
-                f"{str(exc).rstrip()} {advice}",
-                url=shown,
-            ) from None
-        await _read_body(response, digest_url, timeouts, collect)
+            await _read_body(response, digest_url, timeouts, collect)
     try:
         return parse_published_digest(body.decode("utf-8", errors="replace"), asset_name)
     except ValueError as exc:
@@ -787,16 +797,10 @@ async def _metadata_digest(
                 url=shown,
             )
 
-    async with _get(client, metadata_url, timeouts, accept=METADATA_ACCEPT) as response:
-        try:
+    with _digest_unavailable(asset_name, "the release metadata", shown):
+        async with _get(client, metadata_url, timeouts, accept=METADATA_ACCEPT) as response:
             _check_status(response, metadata_url, f"the release metadata listing {asset_name!r}", "")
-        except DownloadError as exc:
-            raise DigestUnavailableError(
-                f"no SHA-256 digest is pinned for {asset_name!r} and the release metadata could not be "
-                f"fetched: {str(exc).rstrip()} {DIGEST_ADVICE}",
-                url=shown,
-            ) from None
-        await _read_body(response, metadata_url, timeouts, collect)
+            await _read_body(response, metadata_url, timeouts, collect)
     try:
         return parse_release_metadata(body.decode("utf-8", errors="replace"), asset_name)
     except ValueError as exc:

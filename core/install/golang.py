@@ -27,7 +27,7 @@ if TYPE_CHECKING:
 
 ADVICE = (
     "Check that the task's Go toolchain can fetch modules (GOPROXY, GOFLAGS, GOSUMDB, GOPRIVATE, network "
-    "access) and is new enough for this version, then run `kandev-lsp install {language}` again."
+    "access) and is new enough for this version, then run `{command}` again."
 )
 MISSING = "Install Go (https://go.dev/dl/ or your system's package) or add its bin folder to the task's PATH."
 
@@ -72,7 +72,7 @@ async def install_go(ctx: InstallContext) -> Staged:
     ctx.fanout.phase("installing", " ".join(argv))
     what = " ".join(argv)
     _, (toolchain, source) = await alongside(
-        run_tool(ctx, argv, what=what, advice=ADVICE.format(language=ctx.language), missing=MISSING, env=env),
+        run_tool(ctx, argv, what=what, advice=ADVICE.format(command=ctx.retry_command), missing=MISSING, env=env),
         _facts(ctx),
     )
     executable = find_executable(ctx, "bin", recipe.bin)

@@ -9,7 +9,7 @@ cancelled like any other await.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
 
@@ -20,8 +20,12 @@ MAX_POLL = 0.25
 
 
 @asynccontextmanager
-async def hold_file_lock(path: Path) -> AsyncIterator[None]:
-    """Hold the file lock at ``path`` for the body of the ``async with``; wait for it without blocking."""
+async def hold_file_lock(path: Path, on_wait: Callable[[], object] | None = None) -> AsyncIterator[None]:
+    """Hold the file lock at ``path`` for the body of the ``async with``; wait for it without blocking.
+
+    ``on_wait`` is called once, before waiting, when another holder has the lock: only then is there
+    anything to wait for, and to tell a person about.
+    """
     # A new FileLock object per holder: flock locks belong to an open file description, so two holders
     # in one process exclude each other just as two processes do.
     lock = filelock.FileLock(str(path))
@@ -31,6 +35,8 @@ async def hold_file_lock(path: Path) -> AsyncIterator[None]:
             lock.acquire(timeout=0)
             break
         except filelock.Timeout:
+            if on_wait is not None and delay == FIRST_POLL:
+                on_wait()
             await asyncio.sleep(delay)
             delay = min(delay * 2, MAX_POLL)
     try:

@@ -204,7 +204,9 @@ class InstallManager:
                 f"{spec.command} yourself and put it on the task's PATH.",
             )
         if progress is not None:
-            progress(InstallProgress(spec.id, "waiting_for_lock", message="waiting for the install lock"))
+            # The lock is not taken yet, and nobody may hold it: the report says so only when it is
+            # held (below, through hold_file_lock's on_wait).
+            progress(InstallProgress(spec.id, "waiting_for_lock"))
         key = (os.path.normcase(os.path.abspath(root)), spec.id)
         while True:
             if self._closed:  # closed while this caller waited for another install
@@ -288,7 +290,8 @@ class InstallManager:
         cache = ServerCache(root, spec.id)
         try:
             cache.prepare()
-            async with hold_file_lock(cache.lock_path):
+            waiting = f"waiting for another install of the {spec.display_name} server to finish"
+            async with hold_file_lock(cache.lock_path, lambda: fanout.phase("waiting_for_lock", waiting)):
                 await _sweep_dead_installs(cache)
                 cache.clean_leftovers()
                 reused = self._reusable(cache, plan, task)

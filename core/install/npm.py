@@ -37,7 +37,7 @@ if TYPE_CHECKING:
 
 ADVICE = (
     "Check that the task's npm can reach its registry (npm config: registry, proxy, .npmrc) and that "
-    "node is new enough, then run `kandev-lsp install {language}` again."
+    "node is new enough, then run `{command}` again."
 )
 MISSING = "Install Node.js with npm (version {engine}) or add its folder to the task's PATH."
 
@@ -165,7 +165,7 @@ async def install_npm(ctx: InstallContext) -> Staged:
     ctx.fanout.phase("installing", what)
     # Tool versions are asked for while npm installs, so they cost no wall time.
     _, toolchain = await alongside(
-        run_tool(ctx, argv, what=what, advice=ADVICE.format(language=ctx.language), missing=missing),
+        run_tool(ctx, argv, what=what, advice=ADVICE.format(command=ctx.retry_command), missing=missing),
         _toolchain(ctx, node, npm),
     )
     executable = find_executable(ctx, "node_modules/.bin", recipe.bin)

@@ -28,7 +28,7 @@ if TYPE_CHECKING:
 
 ADVICE = (
     "Check the task's network access and proxy, or point kandev-lsp at a mirror with "
-    "lsp_release_base_urls in the settings file, then run `kandev-lsp install {language}` again."
+    "lsp_release_base_urls in the settings file, then run `{command}` again."
 )
 
 
@@ -71,7 +71,7 @@ async def install_release(
     except DownloadError as exc:
         raise InstallError(
             ctx.language,
-            f"cannot install the {ctx.language} server: {exc} {ADVICE.format(language=ctx.language)}",
+            f"cannot install the {ctx.language} server: {exc} {ADVICE.format(command=ctx.retry_command)}",
         ) from exc
     if packed:
         _unpack(ctx, download_to, name, target)

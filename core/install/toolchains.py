@@ -19,7 +19,7 @@ from kandev_lsp.fileprobe import LocalFileProbe
 from kandev_lsp.language import GoRecipe, LanguageSpec, NpmRecipe
 from kandev_lsp.probe import BriefRun, run_briefly
 from kandev_lsp.taskenv import Task, TaskEnvironment
-from packaging.specifiers import InvalidSpecifier, SpecifierSet
+from packaging.specifiers import InvalidSpecifier, Specifier, SpecifierSet
 from packaging.version import InvalidVersion, Version
 
 VERSION_TIMEOUT = 10.0
@@ -89,6 +89,34 @@ def parse_version(text: str) -> str | None:
 def node_ranges(specs: Iterable[LanguageSpec]) -> list[tuple[str, str]]:
     """``(language, node range)`` for every language installed with npm."""
     return [(spec.id, spec.install.node_engine) for spec in specs if isinstance(spec.install, NpmRecipe)]
+
+
+def combined_range(ranges: Iterable[str]) -> str:
+    """The one range all of ``ranges`` accept, without bounds another one makes redundant: ``>=14`` and
+    ``>=20`` are ``>=20`` (``>=14,>=20`` is the same set, but read as two requirements). The tightest
+    lower and upper bounds are kept (at one version, ``>`` and ``<`` are tighter than ``>=`` and ``<=``),
+    other clauses (``!=``, ``~=``, ``==``) as written; a range that does not parse is kept whole."""
+    lower: list[Specifier] = []
+    upper: list[Specifier] = []
+    others: list[str] = []
+    for text in ranges:
+        try:
+            clauses = list(SpecifierSet(text))
+        except InvalidSpecifier:
+            others.append(text)
+            continue
+        for clause in clauses:
+            if clause.operator in (">=", ">"):
+                lower.append(clause)
+            elif clause.operator in ("<=", "<"):
+                upper.append(clause)
+            else:
+                others.append(str(clause))
+    bounds = [
+        *([max(lower, key=lambda c: (Version(c.version), c.operator == ">"))] if lower else []),
+        *([min(upper, key=lambda c: (Version(c.version), c.operator == "<="))] if upper else []),
+    ]
+    return ",".join([*map(str, bounds), *dict.fromkeys(others)])
 
 
 def satisfies(version: str | None, requirement: str) -> bool:
@@ -165,7 +193,7 @@ def _check_simple(
 
 def _check_node(task: Task, ranges: list[tuple[str, str]], run: Runner, find: Finder) -> ToolchainCheck:
     needed_by = tuple(language for language, _ in ranges)
-    requirement = ",".join(dict.fromkeys(rng for _, rng in ranges if rng))
+    requirement = combined_range(rng for _, rng in ranges if rng)
     advice = f"Install Node.js {requirement} (it includes npm) and put it on the task's PATH."
     basic = _check_simple(task, "node", ["--version"], needed_by, run, find, advice)
     unmet = [(language, rng) for language, rng in ranges if not satisfies(basic.version, rng)]

@@ -171,6 +171,20 @@ def test_no_digest_from_the_metadata_stops_before_the_download_and_says_sha256(
     assert list(tmp_path.iterdir()) == []
 
 
+@pytest.mark.parametrize("source", ["metadata", "digest file"])
+def test_an_unreachable_digest_source_says_sha256_too(tmp_path: Path, source: str) -> None:
+    """Issue 17 item 12: a connection refused left the advice out (only HTTP errors carried it)."""
+    unreachable = "http://127.0.0.1:9"  # the discard port: nothing listens there
+    recipe = (
+        rust_like(unreachable, metadata_url=unreachable + METADATA_PATH)
+        if source == "metadata"
+        else rust_like(unreachable, digest_files=True)
+    )
+    with pytest.raises(DigestUnavailableError, match=r"could not be fetched: .*--sha256 HEX"):
+        download(recipe, tmp_path / "rust-analyzer")
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_a_recipe_with_no_digest_source_requests_nothing(release_server: Any, tmp_path: Path) -> None:
     release_server.publish(VERSION, ASSET, PACKED)
     with pytest.raises(DigestUnavailableError, match="--sha256"):

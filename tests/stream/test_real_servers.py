@@ -308,7 +308,8 @@ def test_run_install_installs_with_progress_on_stderr_then_serves(
         async with asyncio.timeout(20):
             await process.wait()
         progress = (await process.stderr.read()).decode()
-        assert "kandev-lsp: python: waiting for the install lock" in progress
+        assert "kandev-lsp: installing the python server" in progress
+        assert "waiting" not in progress  # nobody else held the install lock (issue 17 item 12)
         assert "installed" in progress
         assert (kit.home / ".kandev" / "lsp-servers" / "python" / "current").exists()
         assert not tagged_alive(kit.tag)

@@ -62,7 +62,7 @@ def test_install_list_resolve_and_uninstall_from_the_command_line(world: Any, en
     assert outcome["executable"].startswith(str(world.cache / "go" / "versions"))
     # Progress went to stderr as plain lines (not a terminal).
     assert (
-        "kandev-lsp: go: waiting for lock" in installed.stderr and "kandev-lsp: go: done" in installed.stderr
+        "kandev-lsp: go: installing" in installed.stderr and "kandev-lsp: go: done" in installed.stderr
     )
 
     resolved = cli("resolve", "go", "--json", env_file=env_file)
@@ -90,6 +90,7 @@ def test_a_failed_install_exits_20_with_the_reason(world: Any, env_file: Path) -
     failed = cli("install", "go", "--version", "v9.9.9", env_file=env_file)
     assert failed.returncode == 20
     assert "go install golang.org/x/tools/gopls@v9.9.9 failed" in failed.stderr
+    assert "then run `kandev-lsp install go --version v9.9.9` again" in failed.stderr  # issue 17 item 12
     as_json = cli("install", "go", "--version", "v9.9.9", "--json", env_file=env_file)
     assert as_json.returncode == 20 and json.loads(as_json.stdout)["status"] == "failed"
 
@@ -99,6 +100,28 @@ def test_manual_languages_exit_11_and_unknown_languages_exit_13(world: Any, env_
     assert kotlin.returncode == 11 and json.loads(kotlin.stdout)["status"] == "no_installer"
     unknown = cli("install", "cobol", env_file=env_file)
     assert unknown.returncode == 13 and "unknown language 'cobol'" in unknown.stderr
+
+
+def test_waiting_for_the_lock_is_said_only_while_another_install_holds_it(world: Any, env_file: Path) -> None:
+    """Issue 17 item 12: every install said "waiting for the install lock", also with nobody holding it."""
+    import threading
+
+    import filelock
+
+    first = cli("install", "go", env_file=env_file)
+    assert first.returncode == 0, first.stderr
+    assert "waiting" not in first.stderr, first.stderr
+    lines: list[str] = []
+    with filelock.FileLock(str(ServerCache(str(world.home / ".kandev" / "lsp-servers"), "go").lock_path)):
+        process = start_install(world, env_file)
+        assert process.stderr is not None
+        reader = threading.Thread(target=lambda: lines.append(process.stderr.readline()))  # type: ignore[union-attr]
+        reader.start()
+        reader.join(timeout=60)
+        assert lines and "waiting for another install of the Go server to finish" in lines[0], lines
+        assert process.poll() is None  # it waits for the lock, as it says
+    _, rest = process.communicate(timeout=60)
+    assert process.returncode == 0 and "already installed" in rest
 
 
 def slow_go_task(world: Any, env_file: Path) -> str:

@@ -10,7 +10,7 @@ from kandev_lsp import GoRecipe, LanguageSpec, NpmPackage, NpmRecipe, TaskEnviro
 from kandev_lsp.cli.install import ProgressPrinter
 from kandev_lsp.host import PluginHost
 from kandev_lsp.install import InstallProgress
-from kandev_lsp.install.toolchains import parse_version, satisfies, toolchain_checks
+from kandev_lsp.install.toolchains import combined_range, parse_version, satisfies, toolchain_checks
 from kandev_lsp.probe import BriefRun
 from kandev_lsp.taskenv import Task
 
@@ -77,7 +77,17 @@ def test_a_node_too_old_for_one_language_names_that_language() -> None:
     assert not node.ok and node.version == "18.19.0"
     assert "typescript needs node >=20" in node.message and "python" not in node.message
     assert npm.ok and npm.version == "10.2.3"
-    assert node.to_json()["requirement"] == ">=20,>=14"
+    assert node.to_json()["requirement"] == ">=20"  # was ">=20,>=14" (issue 17 item 12)
+    assert "Install Node.js >=20 and" in node.advice
+
+
+def test_node_ranges_combine_into_one_range_without_redundant_bounds() -> None:
+    assert combined_range([">=14", ">=20"]) == ">=20"
+    assert combined_range([">=14,<23", ">=20"]) == ">=20,<23"
+    assert combined_range([">=18", ">18", "<=22", "<22"]) == ">18,<22"
+    assert combined_range([">=14", "!=21.0.0", "!=21.0.0"]) == ">=14,!=21.0.0"
+    assert combined_range(["^20", ">=14"]) == ">=14,^20"  # npm syntax that does not parse: kept whole
+    assert combined_range([]) == ""
 
 
 def test_a_tool_that_exists_but_does_not_run_is_not_ok() -> None:
@@ -102,7 +112,7 @@ def test_version_parsing_and_ranges() -> None:
 def test_progress_on_a_terminal_redraws_one_line_with_a_bar() -> None:
     out = io.StringIO()
     printer = ProgressPrinter(out, tty=True)
-    printer(InstallProgress("rust", "waiting_for_lock", message="waiting for the install lock"))
+    printer(InstallProgress("rust", "waiting_for_lock"))
     printer(InstallProgress("rust", "downloading", 5_000_000, 10_000_000))
     printer(InstallProgress("rust", "downloading", 10_000_000, 10_000_000))
     printer(InstallProgress("rust", "done", message="rust-analyzer installed"))
@@ -116,13 +126,14 @@ def test_progress_on_a_terminal_redraws_one_line_with_a_bar() -> None:
 def test_progress_without_a_terminal_prints_one_line_per_phase() -> None:
     out = io.StringIO()
     printer = ProgressPrinter(out, tty=False)
-    printer(InstallProgress("rust", "waiting_for_lock", message="waiting for the install lock"))
+    printer(InstallProgress("rust", "waiting_for_lock"))  # sent before the lock is tried: not shown
+    printer(InstallProgress("rust", "waiting_for_lock", message="waiting for another install to finish"))
     for done in range(0, 100, 10):
         printer(InstallProgress("rust", "downloading", done, 100))
     printer(InstallProgress("rust", "done"))
     printer.finish()
     assert out.getvalue().splitlines() == [
-        "kandev-lsp: rust: waiting for lock: waiting for the install lock",
+        "kandev-lsp: rust: waiting for lock: waiting for another install to finish",
         "kandev-lsp: rust: downloading",
         "kandev-lsp: rust: done",
     ]
