@@ -314,13 +314,24 @@ def test_a_missing_anchor_fails_and_shows_the_current_line(document: Document) -
 @pytest.mark.parametrize(
     ("target", "message"),
     [
-        ({"line": 99}, "line 99 is past the end of chat.py"),
+        ({"line": 99}, rf"line 99 is past the end of chat.py \({SOURCE.count(chr(10))} lines\)"),
         ({"line": 5, "column": 60}, "column 60 is past the end of line 5"),
     ],
 )
 def test_out_of_range_targets(document: Document, target: dict[str, Any], message: str) -> None:
     with pytest.raises(TargetOutOfRange, match=message):
         _resolve(document, **target)
+
+
+def test_a_files_length_in_an_out_of_range_message_is_its_line_count(tmp_path: Path) -> None:
+    """A 13-line file is 13 lines, not 14 (LSP's empty line after the final break; issue 17 item 12)."""
+    text = "".join(f"x{i} = {i}\n" for i in range(13))
+    (tmp_path / "app.py").write_text(text)
+    doc = Document(Workspace([tmp_path]).resolve("app.py"), text, version=1)
+    with pytest.raises(TargetOutOfRange, match=r"^line 15 is past the end of app.py \(13 lines\)$") as caught:
+        resolve_target(Target.from_json({"path": "app.py", "line": 15}), doc, [], UTF16)
+    assert caught.value.to_result()["lineCount"] == 13
+    assert resolve_target(Target.from_json({"path": "app.py", "line": 13}), doc, [], UTF16).line == 13
 
 
 @pytest.mark.parametrize(

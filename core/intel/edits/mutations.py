@@ -92,8 +92,8 @@ def _lines_range(document: Document, first: int, last: int, server: ManagedServe
     """The LSP range of 1-based lines ``first``..``last`` (whole lines, breaks excluded)."""
     if last > document.line_count:
         raise TargetOutOfRange(
-            f"line {last} is past the end of {document.file.display} ({document.line_count} lines)",
-            lineCount=document.line_count,
+            f"line {last} is past the end of {document.file.display} ({document.shown_line_count} lines)",
+            lineCount=document.shown_line_count,
         )
     end_text = document.line(last - 1)
     return {

@@ -149,8 +149,8 @@ def replace_range(
     if last_line >= document.line_count:
         raise TargetOutOfRange(
             f"endLine {last_line + 1} is past the end of {document.file.display} "
-            f"({document.line_count} lines)",
-            lineCount=document.line_count,
+            f"({document.shown_line_count} lines)",
+            lineCount=document.shown_line_count,
         )
     stop, past_break = _after_line(document, last_line, encoding)
     body = _with_break(text) if past_break else text

@@ -59,6 +59,14 @@ class Document:
         return len(self._lines)
 
     @property
+    def shown_line_count(self) -> int:
+        """Number of lines as a person counts them (an editor's last line number; ``wc -l`` of a file
+        that ends in a line break): a final line break ends the last line, it starts no empty one. What
+        a message about the file's length says (issue 17 item 12: "14 lines" for a 13-line file)."""
+        lines = self._lines
+        return len(lines) - 1 if not lines[-1] else len(lines)
+
+    @property
     def lines(self) -> Sequence[str]:
         """All lines, without their line breaks (for a caller converting many positions of one file at
         once; :meth:`line` is the one-line way)."""

@@ -293,8 +293,8 @@ def resolve_target(
 def _checked_line(line: int, document: Document) -> int:
     if line > document.line_count:
         raise TargetOutOfRange(
-            f"line {line} is past the end of {document.file.display} ({document.line_count} lines)",
-            lineCount=document.line_count,
+            f"line {line} is past the end of {document.file.display} ({document.shown_line_count} lines)",
+            lineCount=document.shown_line_count,
         )
     return line - 1
 
