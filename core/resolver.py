@@ -204,6 +204,9 @@ class Resolver:
             else:
                 what = "Or put the server on the task's PATH, outside the workspace."
             message = f"{found}. It cannot be installed: {gate.cache.reason}. {what}"
+        elif gap := _toolchain_gap(spec, task, gate):  # installing would fail for want of npm, node or go
+            reason = MissingReason.NO_INSTALLER
+            message = f"{found}. It cannot be installed here: {gap}"
         else:
             reason = MissingReason.INSTALLABLE_NOT_REQUESTED
             message = (
@@ -218,6 +221,14 @@ class Resolver:
             installable=reason is MissingReason.INSTALLABLE_NOT_REQUESTED,
             trail=trail,
         )
+
+
+def _toolchain_gap(spec: LanguageSpec, task: Task, gate: WorkspaceGate) -> str | None:
+    """What an install of ``spec`` would run that the task lacks (issue 17 item 6: ``installable`` only
+    when ``install`` would install it)."""
+    from kandev_lsp.install.installers import missing_toolchain
+
+    return missing_toolchain(spec, task.env, task.workspace, gate.probe)
 
 
 def _not_found_text(command: str, trail: tuple[ExplainStep, ...]) -> str:

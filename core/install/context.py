@@ -14,9 +14,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Protocol, TypeVar
 from urllib.parse import urlsplit, urlunsplit
 
-from kandev_lsp.executables import IN_WORKSPACE, in_folder, tool_environment
+from kandev_lsp.executables import in_folder, tool_environment
 from kandev_lsp.fileprobe import LocalFileProbe, ProbeStatus
-from kandev_lsp.install.errors import InstallError, ToolchainMissingError
+from kandev_lsp.install.errors import InstallError, ToolchainMissingError, tool_not_found
 
 if TYPE_CHECKING:  # annotations only: installer modules import this one and stay light (no asyncio)
     from kandev_lsp.cancel import CancelToken
@@ -204,9 +204,7 @@ def trusted_tool(ctx: InstallContext, command: str, *, missing: str) -> str:
 def _missing_tool(ctx: InstallContext, command: str, reason: str, missing: str) -> ToolchainMissingError:
     return ToolchainMissingError(
         ctx.language,
-        f"cannot install the {ctx.language} server: {command} was not found on the task's PATH"
-        + (f" outside the task workspace ({reason})" if IN_WORKSPACE in reason else "")
-        + f". {missing}",
+        f"cannot install the {ctx.language} server: {tool_not_found(command, reason)}. {missing}",
     )
 
 

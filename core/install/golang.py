@@ -14,16 +14,18 @@ import json
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
-from kandev_lsp.install.errors import InstallRequestError, digest_not_applicable
+from kandev_lsp.install.errors import InstallRequestError, digest_not_applicable, missing_tools
 from kandev_lsp.language import GoRecipe
 
 # The installer's helpers are imported where they run: the resolver imports this module to ask
 # GoInstaller.available() and must stay light.
 if TYPE_CHECKING:
+    from kandev_lsp.fileprobe import FileProbe
     from kandev_lsp.install.context import InstallContext, Staged
     from kandev_lsp.install.kinds import InstallOptions
     from kandev_lsp.language import LanguageSpec, ReleaseAsset
     from kandev_lsp.platform import HostPlatform
+    from kandev_lsp.taskenv import TaskEnvironment
 
 ADVICE = (
     "Check that the task's Go toolchain can fetch modules (GOPROXY, GOFLAGS, GOSUMDB, GOPRIVATE, network "
@@ -87,6 +89,11 @@ class GoInstaller:
 
     def available(self, recipe: GoRecipe, host: HostPlatform) -> bool:
         return True  # wherever the task has a Go toolchain; doctor checks it
+
+    def missing_toolchain(
+        self, recipe: GoRecipe, env: TaskEnvironment, workspace: str, probe: FileProbe
+    ) -> str | None:
+        return missing_tools(("go",), env, workspace, probe, MISSING)
 
     def advice(self, spec: LanguageSpec, recipe: Any, host: HostPlatform) -> str | None:
         return None

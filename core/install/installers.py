@@ -29,8 +29,10 @@ from kandev_lsp.install.npm import NPM_INSTALLER
 from kandev_lsp.install.release import RELEASE_INSTALLER
 
 if TYPE_CHECKING:
+    from kandev_lsp.fileprobe import FileProbe
     from kandev_lsp.language import LanguageSpec
     from kandev_lsp.platform import HostPlatform
+    from kandev_lsp.taskenv import TaskEnvironment
 
 _registered: dict[type[Any], RecipeInstaller] = {}
 _view: Mapping[type[Any], RecipeInstaller] = MappingProxyType(_registered)
@@ -67,6 +69,14 @@ def install_advice(spec: LanguageSpec, host: HostPlatform) -> str | None:
     return installer.advice(spec, spec.install, host)
 
 
+def missing_toolchain(
+    spec: LanguageSpec, env: TaskEnvironment, workspace: str, probe: FileProbe
+) -> str | None:
+    """What installing ``spec`` would run that the task lacks (its kind's installer says), or None."""
+    installer = installer_for(spec.install)
+    return None if installer is None else installer.missing_toolchain(spec.install, env, workspace, probe)
+
+
 #: The kinds kandev-lsp ships, registered at import.
 _BUILT_IN: tuple[RecipeInstaller, ...] = (NPM_INSTALLER, GO_INSTALLER, RELEASE_INSTALLER)
 for _installer in _BUILT_IN:
@@ -79,5 +89,6 @@ __all__ = [
     "install_advice",
     "installer_for",
     "installers",
+    "missing_toolchain",
     "register",
 ]

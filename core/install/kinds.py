@@ -15,10 +15,12 @@ from typing import TYPE_CHECKING, Any, Protocol
 from kandev_lsp._values import dataclass, field
 
 if TYPE_CHECKING:
+    from kandev_lsp.fileprobe import FileProbe
     from kandev_lsp.install.context import InstallContext, Staged
     from kandev_lsp.install.download import DownloadTimeouts
     from kandev_lsp.language import LanguageSpec, ReleaseAsset
     from kandev_lsp.platform import HostPlatform
+    from kandev_lsp.taskenv import TaskEnvironment
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,6 +55,15 @@ class RecipeInstaller(Protocol):
     def available(self, recipe: Any, host: HostPlatform) -> bool:
         """Whether ``host`` can install ``recipe`` unattended (the core's default ``installer_available``);
         decided without I/O."""
+        ...
+
+    def missing_toolchain(
+        self, recipe: Any, env: TaskEnvironment, workspace: str, probe: FileProbe
+    ) -> str | None:
+        """What an install of ``recipe`` would run that this task lacks (``npm was not found on the task's
+        PATH ...`` and what to do), found by the one lookup (:func:`~kandev_lsp.executables.locate`)
+        without running anything; None when nothing is missing (or the kind runs no tool). Presence only:
+        versions are ``doctor``'s and the install's to check."""
         ...
 
     def advice(self, spec: LanguageSpec, recipe: Any, host: HostPlatform) -> str | None:

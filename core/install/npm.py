@@ -24,16 +24,18 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from kandev_lsp.install.errors import digest_not_applicable
+from kandev_lsp.install.errors import digest_not_applicable, missing_tools
 from kandev_lsp.language import NpmRecipe
 
 # The installer's helpers are imported where they run: the resolver imports this module to ask
 # NpmInstaller.available() and must stay light (no logging, no subprocess machinery).
 if TYPE_CHECKING:
+    from kandev_lsp.fileprobe import FileProbe
     from kandev_lsp.install.context import InstallContext, Staged
     from kandev_lsp.install.kinds import InstallOptions
     from kandev_lsp.language import LanguageSpec, ReleaseAsset
     from kandev_lsp.platform import HostPlatform
+    from kandev_lsp.taskenv import TaskEnvironment
 
 ADVICE = (
     "Check that the task's npm can reach its registry (npm config: registry, proxy, .npmrc) and that "
@@ -181,6 +183,13 @@ class NpmInstaller:
 
     def available(self, recipe: NpmRecipe, host: HostPlatform) -> bool:
         return True  # wherever the task has node and npm; doctor checks those
+
+    def missing_toolchain(
+        self, recipe: NpmRecipe, env: TaskEnvironment, workspace: str, probe: FileProbe
+    ) -> str | None:
+        return missing_tools(
+            ("npm", "node"), env, workspace, probe, MISSING.format(engine=recipe.node_engine)
+        )
 
     def advice(self, spec: LanguageSpec, recipe: Any, host: HostPlatform) -> str | None:
         return None

@@ -20,11 +20,13 @@ from kandev_lsp.language import ReleaseAsset, ReleaseRecipe
 # The installer's helpers are imported where they run: the resolver imports this module to ask
 # ReleaseInstaller.available() and must stay light.
 if TYPE_CHECKING:
+    from kandev_lsp.fileprobe import FileProbe
     from kandev_lsp.install.context import InstallContext, Staged
     from kandev_lsp.install.download import DownloadTimeouts
     from kandev_lsp.install.kinds import InstallOptions
     from kandev_lsp.language import LanguageSpec
     from kandev_lsp.platform import HostPlatform
+    from kandev_lsp.taskenv import TaskEnvironment
 
 ADVICE = (
     "Check the task's network access and proxy, or point kandev-lsp at a mirror with "
@@ -118,6 +120,11 @@ class ReleaseInstaller:
         install that could only fail for want of a digest is not "installable" (issue 7 item 23)."""
         asset = recipe.asset_for(host)
         return asset is not None and recipe.digest_declared(asset)
+
+    def missing_toolchain(
+        self, recipe: ReleaseRecipe, env: TaskEnvironment, workspace: str, probe: FileProbe
+    ) -> str | None:
+        return None  # downloaded by kandev-lsp itself
 
     def advice(self, spec: LanguageSpec, recipe: ReleaseRecipe, host: HostPlatform) -> str | None:
         asset = recipe.asset_for(host)

@@ -45,7 +45,12 @@ def test_resolve_real_gopls_from_task_path(gopls: str, tmp_path: Path) -> None:
 
 
 def test_resolve_uses_the_task_environment_not_the_agents(gopls: str, tmp_path: Path) -> None:
-    result = cli("resolve", "go", "--json", "--env", f"PATH={tmp_path}", "--env", f"HOME={tmp_path}")
+    go = tmp_path / "toolchain" / "go"  # installable needs the task's go; its gopls is what is looked for
+    go.parent.mkdir()
+    go.write_text("#!/bin/sh\n")
+    go.chmod(0o755)
+    path = f"PATH={tmp_path}:{go.parent}"
+    result = cli("resolve", "go", "--json", "--env", path, "--env", f"HOME={tmp_path}")
     assert result.returncode == 10
     data = json.loads(result.stdout)
     assert data["reason"] == "installable_not_requested" and data["closeCode"] == 4001
@@ -317,3 +322,11 @@ def test_run_ends_without_a_traceback_after_the_editor_leaves(gopls: str, tmp_pa
     assert answer["id"] == 1 and "capabilities" in answer["result"]
     assert b"Traceback" not in stderr, stderr.decode()
     assert editor.returncode == 0
+
+
+def test_resolve_go_without_go_on_the_task_path_promises_no_install(tmp_path: Path) -> None:
+    # issue 17 item 6: it answered 10, installable, "Run `kandev-lsp install go`"; the install then failed.
+    result = cli("resolve", "go", "--json", "--env", "PATH=", "--env", f"HOME={tmp_path}")
+    data = json.loads(result.stdout)
+    assert (result.returncode, data["reason"], data["installable"]) == (11, "no_installer", False)
+    assert "go was not found on the task's PATH" in data["message"] and "install go`" not in data["message"]

@@ -36,6 +36,14 @@ def windows_receipt(**fields: str) -> bytes:
     return json.dumps(base | fields).encode()
 
 
+def toolchain(root: Path, *tools: str) -> str:
+    """A folder holding (stand-ins for) an installer's tools: ``installable`` asks whether they are there."""
+    folder = root / "toolchain"
+    for tool in tools:
+        fake_executable(folder, tool)
+    return str(folder)
+
+
 @pytest.fixture
 def plugins() -> PluginHost:
     return make_plugin_host(
@@ -104,7 +112,8 @@ def test_binary_inside_workspace_is_never_trusted(
     outside = tmp_path / "outside"
     outside.mkdir()
     os.symlink(inside / "typescript-language-server", outside / "typescript-language-server")
-    task = make_task(workspace, path=[str(inside), str(outside)], home=str(tmp_path / "home"))
+    node = toolchain(tmp_path, "npm", "node")
+    task = make_task(workspace, path=[str(inside), str(outside), node], home=str(tmp_path / "home"))
     resolution = resolve_in(plugins, "typescript", task)
     assert not resolution.found
     assert resolution.reason is MissingReason.INSTALLABLE_NOT_REQUESTED
@@ -169,7 +178,7 @@ def test_relative_home_disables_the_cache_and_says_so(
 
 
 def test_missing_reasons_and_close_codes(plugins: PluginHost, tmp_path: Path, workspace: str) -> None:
-    task = make_task(workspace, home=str(tmp_path / "home"))
+    task = make_task(workspace, path=[toolchain(tmp_path, "npm", "node")], home=str(tmp_path / "home"))
     ts = resolve_in(plugins, "typescript", task)
     assert (ts.reason, ts.close_code, ts.installable) == (MissingReason.INSTALLABLE_NOT_REQUESTED, 4001, True)
     assert "kandev-lsp install typescript" in ts.message
@@ -346,3 +355,35 @@ def test_resolution_json_contract(plugins: PluginHost, tmp_path: Path, workspace
         "verdict": "skipped",
         "reason": "relative entry ignored",
     }
+
+
+@pytest.mark.parametrize(
+    ("language", "tools", "lacking"),
+    [("go", (), "go"), ("python", ("node",), "npm"), ("typescript", ("npm",), "node")],
+)
+def test_installable_only_when_the_installers_toolchain_is_there(
+    plugins: PluginHost, tmp_path: Path, workspace: str, language: str, tools: tuple[str, ...], lacking: str
+) -> None:
+    # issue 17 item 6: "installable" promised an install that then failed for want of go or npm.
+    task = make_task(workspace, path=[toolchain(tmp_path, *tools)], home=str(tmp_path / "home"))
+    missing = resolve_in(plugins, language, task)
+    assert (missing.reason, missing.close_code, missing.installable) == (
+        MissingReason.NO_INSTALLER,
+        4007,
+        False,
+    )
+    assert f"It cannot be installed here: {lacking} was not found on the task's PATH" in missing.message
+    assert "kandev-lsp install" not in missing.message
+    needed = {"go": ("go",), "python": ("npm", "node"), "typescript": ("npm", "node")}[language]
+    fine = make_task(workspace, path=[toolchain(tmp_path, *needed)], home=str(tmp_path / "home"))
+    assert resolve_in(plugins, language, fine).installable
+
+
+def test_an_installers_tool_only_inside_the_workspace_is_named_as_refused(
+    plugins: PluginHost, tmp_path: Path, workspace: str
+) -> None:
+    planted = toolchain(Path(workspace), "go")
+    missing = resolve_in(plugins, "go", make_task(workspace, path=[planted], home=str(tmp_path / "home")))
+    assert not missing.installable
+    assert "go was not found on the task's PATH outside the task workspace" in missing.message
+    assert f"{planted}/go: inside the task workspace; never run" in missing.message

@@ -126,9 +126,9 @@ def test_run_install_never_runs_a_toolchain_planted_in_the_workspace(planted: Pl
 def test_stream_auto_install_never_runs_a_toolchain_planted_in_the_workspace(planted: Planted) -> None:
     frames, code = asyncio.run(_stream_auto_install(planted))
     assert planted.runs() == []
-    assert code == 4003
-    failed = [json.loads(frame) for frame in frames if "install_failed" in frame]
-    assert failed and "outside the task workspace" in failed[0]["error"]
+    # With npm only in the workspace nothing can install it here (issue 17 item 6): 4007 at once, no
+    # install tried (resolve's message names the refused npm: test_resolution.py).
+    assert code == 4007 and frames == []
 
 
 async def _stream_auto_install(planted: Planted) -> tuple[list[str], int | None]:
@@ -211,7 +211,8 @@ def test_toolchain_checks_take_the_task_workspace_into_account(planted: Planted)
 def test_a_server_found_only_in_the_workspace_is_named_as_refused(planted: Planted) -> None:
     server = fake_executable(planted.bin, "pyright-langserver")
     host = make_plugin_host(kandev_lsp_python)
-    task = make_task(str(planted.workspace), path=[str(planted.bin)], home=str(planted.home))
+    path = [str(planted.bin), "/usr/bin"]  # the task's real npm and node: installing is possible
+    task = make_task(str(planted.workspace), path=path, home=str(planted.home))
     resolution = resolve_in(host, "python", task)
     assert resolution.reason is MissingReason.INSTALLABLE_NOT_REQUESTED and resolution.installable
     assert f"found only inside the task workspace ({server})" in resolution.message
@@ -288,17 +289,17 @@ def test_the_stream_close_detail_names_a_server_refused_in_the_workspace(planted
     """Item 17 through ``serve``: without autoInstall the close is 4001 and the logged detail says the
     server was refused because it lies in the workspace, not that it was not found."""
     server = fake_executable(planted.bin, "pyright-langserver")
-    code, log = asyncio.run(_stream_without_install(planted))
+    code, log = asyncio.run(_stream_without_install(planted, f"{planted.bin}:/usr/bin"))
     assert code == 4001
     assert f"found only inside the task workspace ({server})" in log
 
 
-async def _stream_without_install(planted: Planted) -> tuple[int | None, str]:
+async def _stream_without_install(planted: Planted, path: str = "") -> tuple[int | None, str]:
     from websockets.asyncio.client import connect
     from websockets.exceptions import ConnectionClosed
 
     process = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "kandev_lsp.cli", "serve", *planted.task_flags(), "--log-level", "info",
+        sys.executable, "-m", "kandev_lsp.cli", "serve", *planted.task_flags(path), "--log-level", "info",
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.PIPE,
         env={**planted.environ, "KANDEV_LSP_TOKEN": TOKEN},

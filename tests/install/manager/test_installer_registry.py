@@ -47,6 +47,9 @@ class ScriptInstaller:
     def advice(self, spec: LanguageSpec, recipe: ScriptRecipe, host: HostPlatform) -> str | None:
         return "scripts need a POSIX shell host"
 
+    def missing_toolchain(self, recipe: ScriptRecipe, env: Any, workspace: str, probe: Any) -> str | None:
+        return None  # the recipe carries its script: nothing to run
+
     def check_version(self, language: str, version: str, recipe: ScriptRecipe) -> None:
         return None
 
