@@ -758,6 +758,12 @@ class ServerSession:
             self._exit_sent = True
 
     @property
+    def exit_sent(self) -> bool:
+        """``exit`` was sent to the server (by the client, or by :meth:`stop`): its exit status is then its
+        answer to ``exit`` (LSP: 0 after ``shutdown``, 1 without), not its reaction to a closed stdin."""
+        return self._exit_sent
+
+    @property
     def exit_requested(self) -> bool:
         """The client sent ``shutdown`` and then ``exit``: a server exit is then expected, not a failure."""
         return self._shutdown_requested and self._exit_sent

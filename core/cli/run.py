@@ -6,8 +6,10 @@ the editor's stdin/stdout to the server's with the same framing limits and confi
 stream. Nothing but LSP frames is written to stdout; diagnostics (and the server's own stderr) go to
 stderr.
 
-Exit status: the server's own when it exits by itself (128+N when killed by signal N); 0 when the editor
-closed its input and the server had to be stopped (or the install cancelled); 10-13 when no server was found (as ``resolve``:
+Exit status: the server's own when it exits by itself or after the editor's ``exit`` (LSP: 0 after
+``shutdown``, 1 without; 128+N when killed by signal N); 0 when the editor closed its input without
+``exit``, whatever the server then did (pyright and typescript-language-server exit 1 at end of input), or
+the install was cancelled; 10-13 when no server was found (as ``resolve``:
 10 installable but ``--install`` not given, 11 no installer here, 12 managed cache disabled, 13 unknown
 language); 20 install failed; 21 the server could not be started; 22 malformed or oversized LSP framing
 from the editor or the server; 23 the server stopped reading its input or the editor stopped reading its
@@ -51,7 +53,8 @@ def add_run_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParse
         help="run the server for LANG on stdio (the command to give an editor)",
         description=(
             "Resolve the server for LANG, start it in the workspace and bridge stdin/stdout to it. "
-            "Exit status: the server's own; 0 when the editor closed stdin; 10-13 as `resolve` when no "
+            "Exit status: the server's own after the editor's exit (or when it exits by itself); 0 when "
+            "the editor closed stdin without exit; 10-13 as `resolve` when no "
             "server was found; 20 install failed; 21 start failed; 22 malformed or oversized framing; "
             "23 a side stopped reading. See docs/stream-contract.md."
         ),
@@ -370,11 +373,18 @@ async def _bridge_stdio(
         channel.close()
     if result.end not in (BridgeEnd.CLIENT_CLOSED, BridgeEnd.SERVER_EXITED):
         print(f"kandev-lsp: {result.end.value}: {result.detail}", file=sys.stderr)
-    return exit_status(result.end, exited)
+    return exit_status(result.end, exited, exit_sent=session.exit_sent)
 
 
-def exit_status(end: BridgeEnd, returncode: int | None) -> int:
-    """The exit status of ``run`` for a bridge that ended with ``end`` and a server status (None: stopped)."""
+def exit_status(end: BridgeEnd, returncode: int | None, *, exit_sent: bool) -> int:
+    """The exit status of ``run`` for a bridge that ended with ``end`` and a server status (None: stopped).
+
+    An editor that closed its input without sending ``exit`` gets 0 whatever the server then did: a
+    server's status at end of input is its own convention (typescript-language-server and pyright both
+    exit 1), not a verdict on the session, and ``run`` promises 0 for it. Once the editor sent ``exit``,
+    the status is the server's answer to it (LSP: 0 after ``shutdown``, 1 without) and is passed on, as
+    is the status of a server that exited by itself while the editor was still there.
+    """
     from kandev_lsp.codes import ExitStatus
     from kandev_lsp.stream.bridge import BridgeEnd
 
@@ -387,6 +397,6 @@ def exit_status(end: BridgeEnd, returncode: int | None) -> int:
         return ExitStatus.PROTOCOL_ERROR
     if end in (BridgeEnd.SERVER_STALLED, BridgeEnd.CLIENT_STALLED):
         return ExitStatus.STALLED
-    if returncode is None:
-        return 0
+    if returncode is None or (end is BridgeEnd.CLIENT_CLOSED and not exit_sent):
+        return ExitStatus.OK
     return 128 - returncode if returncode < 0 else returncode
