@@ -97,11 +97,45 @@ class StdioUnavailable(KandevLspError):
     """stdin or stdout is not a pipe, socket or terminal (e.g. redirected to a regular file)."""
 
 
-def _not_a_pipe(name: str) -> StdioUnavailable:
+def _not_a_pipe(name: str, what: str = "a regular file") -> StdioUnavailable:
     return StdioUnavailable(
-        f"kandev-lsp run needs its {name} to be a pipe (as editors start language servers); it is a "
-        "regular file here. Start it from an editor, or pipe the input through `cat`."
+        f"kandev-lsp run needs its {name} to be a pipe (as editors start language servers); it is "
+        f"{what} here. Start it from an editor, or pipe the input through `cat`."
     )
+
+
+def _watchable(fd: int) -> bool:
+    """Whether the event loop can watch ``fd`` for input. epoll refuses regular files and some devices
+    (``/dev/null``) with EPERM, and asyncio's read transport would only report that later, from a callback
+    (a traceback, and a reader that never ends: issue 17 item 3); so it is asked here first."""
+    import selectors
+
+    with selectors.DefaultSelector() as selector:
+        try:
+            selector.register(fd, selectors.EVENT_READ)
+        except (OSError, ValueError):
+            return False
+    return True
+
+
+def _is_null_device(fd: int) -> bool:
+    import os
+    import stat
+
+    try:
+        info, null = os.fstat(fd), os.stat(os.devnull)
+    except OSError:
+        return False
+    return stat.S_ISCHR(info.st_mode) and info.st_rdev == null.st_rdev
+
+
+def _ended_input() -> tuple[asyncio.StreamReader, asyncio.Event]:
+    """An input that has already ended: what ``< /dev/null`` means (no message, then end of input)."""
+    reader = asyncio.StreamReader()
+    reader.feed_eof()
+    closed = asyncio.Event()
+    closed.set()
+    return reader, closed
 
 
 class _WatchedReaderProtocol(asyncio.StreamReaderProtocol):
@@ -122,6 +156,15 @@ class _WatchedReaderProtocol(asyncio.StreamReaderProtocol):
 
 
 async def _connect_reader(stream: BinaryIO) -> tuple[asyncio.StreamReader, asyncio.Event]:
+    fd = stream.fileno()
+    if not _watchable(fd):
+        if _is_null_device(fd):  # `run LANG < /dev/null`: end of input at once, as a closed pipe
+            return _ended_input()
+        import os
+        import stat
+
+        regular = stat.S_ISREG(os.fstat(fd).st_mode)
+        raise _not_a_pipe("stdin", "a regular file" if regular else "a file the event loop cannot watch")
     loop = asyncio.get_running_loop()
     reader = asyncio.StreamReader(limit=2**20)
     closed = asyncio.Event()
