@@ -19,13 +19,16 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from kandev_lsp.errors import KandevLspError
-from kandev_lsp.host import PluginHost
-from kandev_lsp.platform import HostPlatform
-from kandev_lsp.taskenv import OWN_VARIABLE_PREFIX, Task, TaskEnvironment, load_env_file
 
+# The plugin host (pluggy), the platform and the task environment are imported by the functions that use
+# them: every command imports this module, and ``kandev-lsp code`` asks its warm daemon before it needs any
+# of them (issue 19: the client's start-up is most of a warm call).
 if TYPE_CHECKING:
+    from kandev_lsp.host import PluginHost
     from kandev_lsp.language import LanguageSpec
+    from kandev_lsp.platform import HostPlatform
     from kandev_lsp.settings import UserSettings
+    from kandev_lsp.taskenv import Task
 
 
 class UsageError(KandevLspError):
@@ -111,6 +114,8 @@ def describe_settings(report: dict[str, Any]) -> list[str]:
 
 
 def parse_platform(text: str | None) -> HostPlatform:
+    from kandev_lsp.platform import HostPlatform
+
     if not text:
         return HostPlatform.current()
     try:
@@ -120,6 +125,8 @@ def parse_platform(text: str | None) -> HostPlatform:
 
 
 def _refuse_own_variables(overrides: Mapping[str, str | None], where: str) -> None:
+    from kandev_lsp.taskenv import OWN_VARIABLE_PREFIX
+
     own = sorted(key for key in overrides if key.upper().startswith(OWN_VARIABLE_PREFIX))
     if not own:
         return
@@ -138,6 +145,8 @@ def _refuse_own_variables(overrides: Mapping[str, str | None], where: str) -> No
 def task_from_args(args: argparse.Namespace) -> Task:
     """The task: this process's environment, less kandev-lsp's own variables, with the env file's and
     ``--env`` overrides."""
+    from kandev_lsp.taskenv import Task, TaskEnvironment, load_env_file
+
     overrides: dict[str, str | None] = {}
     if getattr(args, "env_file", None):
         from_file = load_env_file(args.env_file)
@@ -161,6 +170,8 @@ def load_plugins(*, report: bool = True) -> PluginHost:
     """Plugins from entry points. Their load problems and warnings go to stderr, once each, so they are
     never silent; ``report=False`` is for the commands that list them in their own output (``plugins``,
     ``doctor``)."""
+    from kandev_lsp.host import PluginHost
+
     plugins = PluginHost.load()
     if report:
         for message in [*map(str, plugins.problems), *plugins.warnings]:

@@ -165,3 +165,19 @@ def test_run_compiles_no_code_before_it_spawns_the_server(tmp_path: Path) -> Non
         check=False,
     )
     assert done.stderr.decode().strip().splitlines()[-1] == "compiled []", done.stderr.decode()
+
+
+def test_the_packages_names_are_imported_at_first_use() -> None:
+    """``import kandev_lsp`` (every command's first import) loads none of its API's modules; each name of
+    the API still resolves to its home module's object."""
+    probe = (
+        "import sys, kandev_lsp\n"
+        "print(sorted(m for m in ('kandev_lsp.resolver', 'kandev_lsp.host', 'pluggy') if m in sys.modules))\n"
+        "for name in kandev_lsp.__all__:\n"
+        "    value = getattr(kandev_lsp, name)\n"
+        "    assert value is getattr(sys.modules[kandev_lsp._HOMES[name]], name), name\n"
+        "from kandev_lsp import codes, resolve\n"
+        "print(resolve.__module__, codes.__name__)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    assert done.stdout.splitlines() == ["[]", "kandev_lsp.resolver kandev_lsp.codes"]
