@@ -1,8 +1,11 @@
 """Suite-wide checks.
 
-One session-scoped fixture shared by the stream, endpoint and intel tests: ``real_servers``, pyright and
-typescript-language-server installed once per run (real npm) by kandev-lsp's own installer into a HOME of
-their own. Tests only read that HOME (through ``RealServers.overrides()``), so one install serves all.
+One session-scoped fixture shared by the stream, endpoint, intel and daemon tests: ``real_servers``,
+pyright and typescript-language-server installed once per run (real npm) by kandev-lsp's own installer
+into a HOME of their own. Tests only read that HOME (through ``RealServers.overrides()``), so one install
+serves all. And ``tag``: a unique value for the environment of every process a test starts (the
+``KANDEV_TEST_TAG`` variable; descendants inherit it, however they detach), after which any live one
+fails the test and is killed.
 
 The hookspec meta-check: every hook in kandev_lsp.hookspecs must be called at least once while the whole
 suite runs (hook calls are observed through the ``kandev_lsp.hooks`` debug log, the same channel
@@ -12,14 +15,20 @@ suite runs (hook calls are observed through the ``kandev_lsp.hooks`` debug log, 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import inspect
 import logging
+import os
+import signal
 import sys
+import uuid
+from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
 from kandev_lsp import hookspecs
+from kandev_lsp.testing import processes_tagged
 
 if TYPE_CHECKING:
     from stream_testkit import RealServers
@@ -49,6 +58,23 @@ def real_servers(tmp_path_factory: pytest.TempPathFactory) -> RealServers:
     servers = RealServers(home, tmp_path_factory.mktemp("npm-cache"))
     asyncio.run(servers.install(["python", "typescript"], tmp_path_factory.mktemp("install-cwd")))
     return servers
+
+
+@pytest.fixture
+def tag() -> Iterator[str]:
+    """A unique tag for the environment of every process the test starts; leaks fail the test."""
+    kit = str(Path(__file__).parent / "stream")
+    if kit not in sys.path:
+        sys.path.insert(0, kit)
+    from stream_testkit import TAG_VARIABLE
+
+    value = uuid.uuid4().hex
+    yield value
+    leaked = processes_tagged(TAG_VARIABLE, value)
+    for pid in leaked:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+    assert not leaked, f"processes left running after the test: {leaked}"
 
 
 def _spec_names() -> set[str]:

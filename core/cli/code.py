@@ -1,16 +1,23 @@
-"""``kandev-lsp code TOOL --workspace DIR --json '{...}'``: one tool call, one-shot (issues 9 and 11).
+"""``kandev-lsp code TOOL --workspace DIR --json '{...}'``: one tool call, answered warm (issues 9, 11, 19).
 
-For scripts and debugging: the same tools, schemas and results as the MCP server (``kandev-lsp mcp``),
-printed as JSON on stdout. Each run starts the language servers it needs and stops them after the
-answer, so it pays a cold start every time (seconds, not the milliseconds of a warm MCP session).
+For scripts, hooks and agents that drive tools through a shell: the same tools, schemas and results as
+the MCP server (``kandev-lsp mcp``), printed as JSON on stdout. The first call for a workspace set starts a
+background daemon (:mod:`kandev_lsp.codedaemon`) that keeps the language servers warm; later calls connect
+to it over a private Unix socket and get the warm answer. This module parses and checks the call with what
+the client has already imported (argparse, json, os), so a warm call never imports the servers' runtime,
+asyncio or the plugin host: those are the daemon's. ``--no-daemon`` (and Windows, and any platform without
+``SO_PEERCRED``) keeps the one-shot path: start the servers this call needs, answer, stop them.
 
-A mutating tool without ``--auto-approve`` is a dry run: it prints the preview and writes nothing (its
-``transactionId`` dies with the process, so it cannot be approved later). With ``--auto-approve`` a
-previewable edit is applied; file creations, renames, deletions and commands whose effect cannot be
-previewed are still refused without an explicit approval, which a one-shot run cannot give (B7.4).
+A mutating tool without ``--auto-approve`` is a dry run: it prints the preview and writes nothing. Through
+the daemon the preview's ``transactionId`` survives the call: ``kandev-lsp code TOOL --approve=ID`` (the
+same workspace flags; ``=`` because an id may start with ``-``) applies exactly the previewed edit within
+the transaction's lifetime, ``--discard=ID`` drops it. That is an explicit approval, so it also applies
+the edits ``--auto-approve`` never applies (file creations, renames, deletions, unpreviewable commands,
+B7.4); a one-shot run's transaction dies with it.
 
-Exit status: 0 when the result is ``ok``, 1 when the tool answered ``ok: false``, 2 usage (an unknown
-tool name included: nothing ran; a disabled tool is the tool's refusal, 1). ``--deadline SECONDS`` is the call's budget (default 60: a cold start).
+Exit status: 0 when the result is ``ok``, 1 when the tool answered ``ok: false`` (or the daemon was lost
+during the call), 2 usage (an unknown tool name included: nothing ran; a disabled tool is the tool's
+refusal, 1). ``--deadline SECONDS`` is the call's budget (default 60: a first call is a cold start).
 """
 
 from __future__ import annotations
@@ -24,10 +31,19 @@ from typing import TYPE_CHECKING, Any
 from kandev_lsp.cli.common import UsageError, add_settings_argument, print_json, task_from_args
 
 if TYPE_CHECKING:
+    from kandev_lsp.codedaemon.names import DaemonFiles
     from kandev_lsp.intel.service import IntelService
+    from kandev_lsp.intel.surface.schemas import ToolSpec
 
-#: Tool-call deadline of the one-shot command: a cold server's readiness is part of every call here.
+#: Tool-call deadline of ``kandev-lsp code``: a cold server's readiness may be part of the call.
 COLD_DEADLINE = 60.0
+#: Seconds a caller waits for the daemon's answer past the call's own deadline (the daemon's own work, a
+#: loaded machine); past that the daemon counts as lost.
+ANSWER_GRACE = 15.0
+#: Seconds a caller waits for a daemon it started to be ready (an interpreter start and the plugins).
+START_TIMEOUT = 60.0
+#: Seconds ``--stop`` waits for each daemon to stop its servers.
+STOP_TIMEOUT = 30.0
 
 
 def add_intel_arguments(parser: argparse.ArgumentParser) -> None:
@@ -73,18 +89,32 @@ def add_intel_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def workspace_folders(args: argparse.Namespace) -> list[str]:
+    """The workspace roots the flags name (absolute; default: the current folder).
+
+    :raises UsageError: a root is not an existing folder.
+    """
+    folders = [os.path.abspath(folder) for folder in args.workspace] or [os.getcwd()]
+    for folder in folders:
+        if not os.path.isdir(folder):
+            raise UsageError(f"--workspace {folder}: not an existing folder")
+    return folders
+
+
+def check_flags(args: argparse.Namespace) -> None:
+    """Flags that contradict each other (``code`` and ``mcp``)."""
+    if getattr(args, "read_only", False) and getattr(args, "auto_approve", False):
+        raise UsageError("--auto-approve has nothing to approve with --read-only: drop one of them")
+
+
 def open_service(args: argparse.Namespace, **options: Any) -> IntelService:
     """The :class:`IntelService` the flags describe."""
     from kandev_lsp.cli.common import load_plugins
     from kandev_lsp.intel.service import IntelService
     from kandev_lsp.settings import SettingsFile
 
-    if getattr(args, "read_only", False) and getattr(args, "auto_approve", False):
-        raise UsageError("--auto-approve has nothing to approve with --read-only: drop one of them")
-    folders = [os.path.abspath(folder) for folder in args.workspace] or [os.getcwd()]
-    for folder in folders:
-        if not os.path.isdir(folder):
-            raise UsageError(f"--workspace {folder}: not an existing folder")
+    check_flags(args)
+    folders = workspace_folders(args)
     env = task_from_args(argparse.Namespace(env=args.env, env_file=None, workspace=folders[0])).env
     plugins = load_plugins()
     settings = SettingsFile(args.settings, known=plugins.languages())
@@ -114,12 +144,16 @@ def add_code_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentPars
             "Run one tool of the MCP server (`kandev-lsp mcp`) once: code_symbols, code_navigate, "
             "code_hierarchy, code_hover, code_diagnostics, code_inlay_hints, or a mutating one "
             "(code_rename, code_actions, code_format, code_insert, code_replace, code_replace_batch: a "
-            "dry run printing the preview unless --auto-approve). Starts the servers it needs and stops "
-            "them afterwards, so every run pays a cold start. Exit status: 0 ok, 1 the tool answered "
-            "ok: false, 2 usage."
+            "dry run printing the preview unless --auto-approve). The first call for a workspace starts "
+            "a background daemon that keeps the servers warm (a private Unix socket; it exits after "
+            "--idle-timeout seconds without a call, or on --stop); later calls get warm answers. "
+            "--no-daemon starts and stops the servers in this call instead, as Windows always does. "
+            "Exit status: 0 ok, 1 the tool answered ok: false, 2 usage."
         ),
     )
-    parser.add_argument("tool", metavar="TOOL", help="the tool name (code_navigate) or op (navigate)")
+    parser.add_argument(
+        "tool", metavar="TOOL", nargs="?", help="the tool name (code_navigate) or op (navigate)"
+    )
     parser.add_argument("--json", dest="payload", metavar="JSON", default="{}", help="the tool's arguments")
     parser.add_argument(
         "--deadline",
@@ -127,16 +161,84 @@ def add_code_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentPars
         type=float,
         default=COLD_DEADLINE,
         help=f"the call's time budget, server start and readiness included (default {COLD_DEADLINE:g}: "
-        "every run is a cold start)",
+        "a first call is a cold start)",
     )
     add_intel_arguments(parser)
+    daemon = parser.add_argument_group("the warm daemon")
+    daemon.add_argument(
+        "--no-daemon",
+        action="store_true",
+        help="answer in this process: start the servers the call needs and stop them after (a cold start)",
+    )
+    daemon.add_argument(
+        "--idle-timeout",
+        metavar="SECONDS",
+        type=float,
+        default=None,
+        help="stop the daemon and its servers after this long without a call (default 300; the latest "
+        "call's value holds)",
+    )
+    daemon.add_argument(
+        "--stop",
+        action="store_true",
+        help="stop the daemons of these workspaces and their servers (no TOOL), then exit",
+    )
+    decision = daemon.add_mutually_exclusive_group()
+    decision.add_argument(
+        "--approve",
+        metavar="TRANSACTION_ID",
+        help="apply the edit a dry run of TOOL previewed (its transactionId; write --approve=ID: an id may "
+        "start with -), exactly as previewed",
+    )
+    decision.add_argument(
+        "--discard", metavar="TRANSACTION_ID", help="drop the edit a dry run of TOOL previewed"
+    )
     parser.set_defaults(handler=run_code)
 
 
-def dry_run(result: dict[str, Any]) -> dict[str, Any]:
-    """A parked mutation of a one-shot run: its transaction ends with this process, so the result says
-    "dry run" and how to apply instead of offering a ``transactionId`` nobody can approve."""
+def tool_spec(name: str) -> ToolSpec:
+    """The tool called ``name`` (or with that op).
+
+    :raises UsageError: no tool has that name: nothing runs (exit 2, not a tool's answer).
+    """
+    from kandev_lsp.intel.surface.schemas import ALL_TOOLS, tool_by_name
+
+    spec = tool_by_name(name)
+    if spec is None:
+        raise UsageError(f"no tool {name!r}; the tools are: {', '.join(t.name for t in ALL_TOOLS)}")
+    return spec
+
+
+def exit_status(result: dict[str, Any]) -> int:
+    """0 when the tool's result is ``ok``, else 1."""
+    return 0 if result.get("ok") else 1
+
+
+def dry_run(result: dict[str, Any], *, held_by: str | None = None) -> dict[str, Any]:
+    """A parked mutation of ``kandev-lsp code``: nothing was written (``dryRun``).
+
+    :param held_by: the tool's name when a daemon holds the transaction: the result keeps its
+        ``transactionId`` and says how to apply or discard it. Without one (a one-shot run) the
+        transaction ends with this process, so the result offers no ``transactionId`` nobody can approve.
+    """
     if not result.get("needsApproval"):
+        return result
+    transaction = result.get("transactionId")
+    if held_by is not None and isinstance(transaction, str):
+        result = {**result, "dryRun": True}
+        expires = result.get("expiresInSeconds")
+        within = f"within {expires:.0f} s" if isinstance(expires, (int, float)) else "before it expires"
+        result["next"] = (
+            f"nothing was written yet. Review the preview, then apply exactly this edit with "
+            f"`kandev-lsp code {held_by} --approve={transaction}` (the same --workspace, --env and "
+            f"--settings flags) {within}, or drop it with --discard={transaction}; the daemon of these "
+            "workspaces holds it until then"
+            + (
+                " (an edit never auto-approved: --approve is its explicit approval)"
+                if result.get("approvalReasons")
+                else ""
+            )
+        )
         return result
     result = {key: value for key, value in result.items() if key not in ("transactionId", "expiresInSeconds")}
     result["dryRun"] = True
@@ -144,7 +246,8 @@ def dry_run(result: dict[str, Any]) -> dict[str, Any]:
         "nothing was written: a one-shot run cannot be approved later. Review the preview, then run the "
         "same command with --auto-approve to apply it"
         + (
-            " (this edit needs an explicit approval even then: use `kandev-lsp mcp`)"
+            " (this edit needs an explicit approval even then: use `kandev-lsp mcp`, or the warm daemon's "
+            "--approve)"
             if result.get("approvalReasons")
             else ""
         )
@@ -152,16 +255,22 @@ def dry_run(result: dict[str, Any]) -> dict[str, Any]:
     return result
 
 
-def run_code(args: argparse.Namespace) -> int:
-    import asyncio
+def call_payload(args: argparse.Namespace) -> Any:
+    """The tool's arguments, after the checks that need neither a server nor the tools' catalogue.
 
-    from kandev_lsp.intel.surface.dispatch import IntelContext
-    from kandev_lsp.intel.surface.schemas import ALL_TOOLS, tool_by_name
-
-    if tool_by_name(args.tool) is None:  # a usage error (2), not a tool's answer (1): nothing ran
-        raise UsageError(f"no tool {args.tool!r}; the tools are: {', '.join(t.name for t in ALL_TOOLS)}")
+    ``--approve=ID`` / ``--discard=ID`` are the second step of a parked edit:
+    ``{"transactionId": ID, "approve": true | false}``.
+    """
     if not args.deadline > 0:
         raise UsageError(f"--deadline {args.deadline:g}: give a number of seconds above 0")
+    if args.idle_timeout is not None and not args.idle_timeout > 0:
+        raise UsageError(f"--idle-timeout {args.idle_timeout:g}: give a number of seconds above 0")
+    check_flags(args)
+    transaction = args.approve or args.discard
+    if transaction is not None:
+        if args.payload != "{}":
+            raise UsageError("--approve and --discard apply the previewed edit as it was: drop --json")
+        return {"transactionId": transaction, "approve": args.approve is not None}
     try:
         payload = json.loads(args.payload)
     except json.JSONDecodeError as error:
@@ -170,13 +279,166 @@ def run_code(args: argparse.Namespace) -> int:
         raise UsageError(
             f"--json must be a JSON object ({{...}}) of the tool's arguments, got {args.payload!r}"
         )
+    return payload
+
+
+def run_code(args: argparse.Namespace) -> int:
+    from kandev_lsp.codedaemon.wire import supported
+
+    if args.stop:
+        if args.tool is not None or args.approve or args.discard:
+            raise UsageError("--stop takes no TOOL, --approve or --discard: it only stops the daemons")
+        return stop_daemons(args, warm=supported())
+    warm = not args.no_daemon and supported()
+    if args.tool is None:
+        raise UsageError("name a TOOL (code_navigate, code_hover, ...), or pass --stop")
+    payload = call_payload(args)
+    folders = workspace_folders(args)
+    if warm:
+        result = _ask_daemon(args, folders, payload)
+        if result is not None:
+            return _print_result(result)
+    if args.approve or args.discard:
+        raise UsageError(
+            "--approve and --discard need the warm daemon, which holds the previewed edit: a one-shot run "
+            "(--no-daemon, or a platform without it) has no transaction to decide; use --auto-approve"
+        )
+    return _print_result(_one_shot(args, payload))
+
+
+def _one_shot(args: argparse.Namespace, payload: Any) -> dict[str, Any]:
+    """Answer in this process: start the servers, call, stop them."""
+    import asyncio
+
+    from kandev_lsp.intel.surface.dispatch import IntelContext
+
+    tool_spec(args.tool)
 
     async def call() -> dict[str, Any]:
         async with open_service(args) as service:
             ctx = IntelContext(deadline=args.deadline, auto_approve=args.auto_approve)
             return await service.dispatch(args.tool, payload, ctx)
 
-    result = dry_run(asyncio.run(call()))
+    return dry_run(asyncio.run(call()))
+
+
+def _print_result(result: dict[str, Any]) -> int:
     print_json(result)
     sys.stdout.flush()
-    return 0 if result.get("ok") else 1
+    return exit_status(result)
+
+
+# The warm daemon's client side ----------------------------------------------------------------------------
+def daemon_identity(args: argparse.Namespace, folders: list[str]) -> dict[str, Any]:
+    """What a daemon must equal to answer this call (:mod:`kandev_lsp.codedaemon.names`): the roots, the
+    servers' environment, the settings file, the service's flags, and this installation."""
+    import kandev_lsp
+    from kandev_lsp.codedaemon.names import identity_environment
+    from kandev_lsp.codedaemon.wire import PROTOCOL
+
+    settings = args.settings or os.environ.get("KANDEV_LSP_SETTINGS") or None
+    return {
+        "protocol": PROTOCOL,
+        "python": sys.executable,
+        "package": os.path.dirname(kandev_lsp.__file__),
+        "stamp": os.stat(kandev_lsp.__file__).st_mtime_ns,
+        "roots": folders,
+        "environment": identity_environment(os.environ),
+        "env": list(args.env),
+        # The daemon runs in /: a relative settings path means the caller's folder.
+        "settings": os.path.abspath(settings) if settings else None,
+        "install": bool(args.install),
+        "readOnly": bool(args.read_only),
+        "disable": list(args.disable_tool),
+    }
+
+
+def _ask_daemon(args: argparse.Namespace, folders: list[str], payload: Any) -> dict[str, Any] | None:
+    """The warm daemon's answer to this call (started when none answers), or None when no daemon can
+    answer here (a warning says why; the caller answers one-shot).
+
+    :raises UsageError: the daemon refused the call as the one-shot path would (an unknown tool, a bad flag).
+    :raises KandevLspError: the daemon could not answer (lost during the call, no daemon to approve with).
+    """
+    from kandev_lsp.codedaemon import client
+    from kandev_lsp.codedaemon.names import NoPrivateFolder, daemon_files, runtime_folder
+    from kandev_lsp.errors import KandevLspError
+
+    identity = daemon_identity(args, folders)
+    request = {
+        "op": "call",
+        "protocol": identity["protocol"],
+        "identity": identity,
+        "tool": args.tool,
+        "payload": payload,
+        "deadline": args.deadline,
+        "autoApprove": bool(args.auto_approve),
+        "idleTimeout": args.idle_timeout,
+    }
+    deciding = args.approve or args.discard
+    try:
+        files = daemon_files(runtime_folder(), identity)
+        reply = client.ask(
+            files,
+            request,
+            timeout=args.deadline + ANSWER_GRACE,
+            start=None if deciding else _starter(files, identity, args.idle_timeout),
+        )
+    except client.NotRunning:
+        raise KandevLspError(
+            f"no daemon is running for these workspaces, so transaction {deciding} is gone (a daemon "
+            "exits when idle, on --stop, on a settings change or a crash): nothing was applied; run the "
+            "mutation again for a new preview"
+        ) from None
+    except (NoPrivateFolder, client.Unavailable) as error:
+        print(
+            f"kandev-lsp code: warning: the warm daemon is not available ({error}); answering in this "
+            "process (a cold start; --no-daemon skips the daemon)",
+            file=sys.stderr,
+        )
+        return None
+    except client.Lost as error:
+        raise KandevLspError(str(error)) from None
+    if "usage" in reply:
+        raise UsageError(str(reply["usage"]))
+    if "error" in reply:
+        raise KandevLspError(str(reply["error"]))
+    result = reply.get("result")
+    if not isinstance(result, dict):
+        raise KandevLspError(f"the daemon answered something other than a result: {sorted(reply)}")
+    return result
+
+
+def _starter(files: DaemonFiles, identity: dict[str, Any], idle_timeout: float | None) -> Any:
+    """Starts the daemon of ``identity`` (called under its lock when none answers)."""
+
+    def start() -> dict[str, Any] | None:
+        from kandev_lsp.codedaemon.starter import start_daemon
+
+        return start_daemon(files, identity, idle_timeout=idle_timeout, timeout=START_TIMEOUT)
+
+    return start
+
+
+def stop_daemons(args: argparse.Namespace, *, warm: bool) -> int:
+    """``--stop``: stop every daemon of these workspace roots (whatever their environment), wait until
+    their servers are stopped, and say which."""
+    stopped: list[int] = []
+    if warm:
+        from kandev_lsp.codedaemon import client
+        from kandev_lsp.codedaemon.names import NoPrivateFolder, runtime_folder
+
+        folders = [os.path.abspath(folder) for folder in args.workspace] or [os.getcwd()]
+        try:
+            folder = runtime_folder()
+        except NoPrivateFolder as error:
+            print(f"kandev-lsp code: warning: {error}", file=sys.stderr)
+        else:
+            stopped = client.stop_all(folder, folders, timeout=STOP_TIMEOUT)
+    count = len(stopped)
+    summary = (
+        f"stopped {count} daemon{'s' if count != 1 else ''} and {'their' if count != 1 else 'its'} servers"
+        if count
+        else "no daemon was running for these workspaces"
+    )
+    return _print_result({"ok": True, "stopped": stopped, "summary": summary})

@@ -59,7 +59,7 @@ if TYPE_CHECKING:
         start_now,
     )
     from kandev_lsp.process._supervisor import ProcessSupervisor
-    from kandev_lsp.process._tree import OWNER_VARIABLE
+    from kandev_lsp.process._tree import OWNER_VARIABLE, marked_environment, new_token, owner_tokens
 
 #: Where each name lives. Imported at first use, so that :func:`start_now` (``run``'s server start,
 #: before any event loop) does not import asyncio with the rest of this package.
@@ -93,7 +93,7 @@ _HOMES = {
         "kandev_lsp.process._start",
     ),
     "ProcessSupervisor": "kandev_lsp.process._supervisor",
-    "OWNER_VARIABLE": "kandev_lsp.process._tree",
+    **dict.fromkeys(("OWNER_VARIABLE", "marked_environment", "new_token", "owner_tokens"), "kandev_lsp.process._tree"),
 }
 
 
@@ -136,6 +136,9 @@ __all__ = [
     "can_start_now",
     "interrupt_signal",
     "locate_executable",
+    "marked_environment",
+    "new_token",
+    "owner_tokens",
     "reap_marked",
     "run",
     "spawn",

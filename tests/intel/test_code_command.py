@@ -16,8 +16,9 @@ KANDEV_LSP = str(Path(sys.executable).parent / "kandev-lsp")
 
 
 def _run(args: list[str], env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    """The one-shot path (``--no-daemon``; the warm daemon's calls are tests/codedaemon's)."""
     return subprocess.run(
-        [KANDEV_LSP, *args], capture_output=True, text=True, env=env, timeout=240, check=False
+        [KANDEV_LSP, *args, "--no-daemon"], capture_output=True, text=True, env=env, timeout=240, check=False
     )
 
 

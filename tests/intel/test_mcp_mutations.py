@@ -314,6 +314,7 @@ def test_code_command_is_a_dry_run_unless_auto_approve(
     env = _env(project, real_servers, tag)
     payload = json.dumps(_rename_arguments("greet", "salute"))
     command = [KANDEV_LSP, "code", "code_rename", "--workspace", str(project), "--json", payload]
+    command.append("--no-daemon")  # the one-shot path (the warm daemon's: tests/codedaemon)
     before = _disk(project)
 
     dry = subprocess.run(command, capture_output=True, text=True, env=env, timeout=240, check=False)

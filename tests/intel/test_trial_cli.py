@@ -36,7 +36,7 @@ def recorder(monkeypatch: pytest.MonkeyPatch) -> _Recorder:
 
 
 def _run(argv: list[str]) -> int:
-    args = build_parser("code").parse_args(["code", *argv])
+    args = build_parser("code").parse_args(["code", *argv, "--no-daemon"])
     return int(args.handler(args))
 
 
@@ -51,13 +51,13 @@ def test_deadline_flag_is_the_calls_budget(recorder: _Recorder, capsys: pytest.C
 def test_a_deadline_that_is_no_budget_is_a_usage_error(
     recorder: _Recorder, capsys: pytest.CaptureFixture[str], value: str
 ) -> None:
-    assert main(["code", "code_symbols", "--deadline", value]) == 2
+    assert main(["code", "code_symbols", "--deadline", value, "--no-daemon"]) == 2
     assert "--deadline" in capsys.readouterr().err and recorder.contexts == []
 
 
 def test_an_unknown_tool_is_a_usage_error(recorder: _Recorder, capsys: pytest.CaptureFixture[str]) -> None:
     """Exit 2 (usage), as the docs say, not 1 (a tool's ok: false): no tool ran (MCP user trial)."""
-    assert main(["code", "code_nope", "--json", "{}"]) == 2
+    assert main(["code", "code_nope", "--json", "{}", "--no-daemon"]) == 2
     err = capsys.readouterr().err
     assert "no tool 'code_nope'" in err and "code_navigate" in err and recorder.contexts == []
-    assert main(["code", "navigate", "--json", "{}"]) == 0  # an op name is a tool name too
+    assert main(["code", "navigate", "--json", "{}", "--no-daemon"]) == 0  # an op name is a tool name too

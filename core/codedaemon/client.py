@@ -1,0 +1,205 @@
+"""The calling side of a ``kandev-lsp code`` daemon: connect and ask, or start it first.
+
+:func:`ask` connects to the daemon's socket and sends the request. When nothing answers there (no socket
+file, or a stale one nobody listens on: a crashed or killed daemon), it takes the daemon's lock, looks
+again (another first call may have started it meanwhile: two first calls start one daemon), and else
+starts one (``start``, :mod:`~kandev_lsp.codedaemon.starter`) and asks it. A daemon that answers
+``restart`` (its settings file changed) has already left its socket: the next attempt starts its
+successor.
+
+Blocking sockets, :mod:`json` and :mod:`os` only: a warm call imports nothing else before its answer
+(the lock and the starter are imported when a daemon must be started).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import socket
+from collections.abc import Callable, Iterator, Mapping
+from typing import Any
+
+from kandev_lsp.codedaemon.names import DaemonFiles, roots_prefix
+from kandev_lsp.codedaemon.wire import MAX_MESSAGE, PROTOCOL, WireError, check_peer, decode, encode
+
+__all__ = ["Lost", "NotRunning", "Unavailable", "ask", "exchange", "listening", "stop_all"]
+
+#: Seconds a caller waits for the lock while another call starts the same daemon (its start included).
+LOCK_TIMEOUT = 90.0
+
+
+class NotRunning(Exception):
+    """No daemon listens on the socket (no file, or a stale one)."""
+
+
+class Unavailable(Exception):
+    """No daemon can answer this call here (why is the message): the caller answers one-shot."""
+
+
+class Lost(Exception):
+    """The daemon took the call but gave no answer (it died or stalled): the call may or may not have run."""
+
+
+def exchange(path: str, request: Mapping[str, Any], timeout: float) -> dict[str, Any]:
+    """Send ``request`` to the daemon listening on ``path`` and return its reply.
+
+    :raises NotRunning: nothing listens there.
+    :raises Unavailable: the socket cannot be used (another user's, not a socket, ...).
+    :raises Lost: connected, but no whole reply within ``timeout`` seconds.
+    """
+    connection = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        connection.settimeout(timeout)
+        try:
+            connection.connect(path)
+        except (FileNotFoundError, ConnectionRefusedError):
+            raise NotRunning(path) from None
+        except OSError as error:
+            raise Unavailable(f"cannot connect to {path}: {error.strerror or error}") from None
+        try:
+            pid = check_peer(connection)
+        except WireError as error:
+            raise Unavailable(f"{path}: {error}") from None
+        try:
+            connection.sendall(encode(request))
+            line = _read_line(connection)
+        except TimeoutError:
+            raise Lost(
+                f"the daemon (pid {pid}) gave no answer within {timeout:g} s: it may be stalled; "
+                "`kandev-lsp code --stop` (same --workspace) stops it, and the next call starts a new one"
+            ) from None
+        except OSError as error:
+            line = b""
+            reason = error.strerror or str(error)
+        else:
+            reason = "it closed the connection"
+        if not line.endswith(b"\n"):
+            raise Lost(
+                f"the daemon (pid {pid}) ended the call without an answer ({reason}): it may have crashed "
+                f"(its log: {os.path.splitext(path)[0]}.log); the call may or may not have run; the next "
+                "call starts a new daemon"
+            )
+        try:
+            return decode(line)
+        except WireError as error:
+            raise Lost(f"the daemon (pid {pid}) answered an unreadable reply: {error}") from None
+    finally:
+        connection.close()
+
+
+def listening(path: str) -> bool:
+    """Whether a daemon listens on ``path`` (a connection is accepted; nothing is sent on it)."""
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as connection:
+        try:
+            connection.connect(path)
+        except OSError:
+            return False
+    return True
+
+
+def _read_line(connection: socket.socket) -> bytes:
+    """Bytes up to and with the first newline, or all of them when the peer closed before one."""
+    chunks: list[bytes] = []
+    size = 0
+    while True:
+        chunk = connection.recv(1 << 16)
+        if not chunk:
+            return b"".join(chunks)
+        chunks.append(chunk)
+        size += len(chunk)
+        if chunk.endswith(b"\n") or size > MAX_MESSAGE:
+            return b"".join(chunks)
+
+
+def ask(
+    files: DaemonFiles,
+    request: Mapping[str, Any],
+    *,
+    timeout: float,
+    start: Callable[[], dict[str, Any] | None] | None = None,
+) -> dict[str, Any]:
+    """The reply of the daemon at ``files`` to ``request``, starting it (``start``) when none answers.
+
+    ``start`` returns None once the daemon listens, or its refusal of the configuration (``usage`` or
+    ``error``, as a one-shot run would refuse the same flags), which is then the reply.
+
+    :raises NotRunning: none answers and ``start`` is None.
+    :raises Unavailable: no daemon can answer here (a name collision, a daemon that cannot start, ...).
+    :raises Lost: see :func:`exchange`.
+    """
+    for _ in range(2):  # a second round only after a "restart" reply
+        try:
+            reply = exchange(files.socket, request, timeout)
+        except NotRunning:
+            if start is None:
+                raise
+            with _locked(files.lock):
+                try:
+                    reply = exchange(files.socket, request, timeout)
+                except NotRunning:
+                    refusal = start()
+                    if refusal is not None:
+                        return refusal
+                    reply = exchange(files.socket, request, timeout)
+        if reply.get("mismatch"):
+            raise Unavailable(f"{files.socket} is served by a daemon of another configuration")
+        if "restart" not in reply:
+            return reply
+    raise Unavailable(f"the daemon at {files.socket} kept restarting ({reply['restart']})")
+
+
+@contextlib.contextmanager
+def _locked(path: str) -> Iterator[None]:
+    """Hold the daemon's start lock (a file lock in the private runtime folder)."""
+    import filelock
+
+    try:
+        with filelock.FileLock(path, timeout=LOCK_TIMEOUT, mode=0o600):
+            yield
+    except filelock.Timeout:
+        raise Unavailable(
+            f"another call has been starting this daemon for {LOCK_TIMEOUT:g} s (lock {path})"
+        ) from None
+
+
+def stop_all(folder: str, roots: list[str], *, timeout: float) -> list[int]:
+    """Stop every daemon in ``folder`` serving these roots (any environment or flags); return their pids.
+
+    Each answers once its servers are stopped. A stale socket (a daemon that died) is removed, and what
+    that daemon left marked is swept up (:mod:`~kandev_lsp.codedaemon.leftovers`).
+    """
+    prefix = roots_prefix(roots)
+    stopped: list[int] = []
+    try:
+        names = sorted(os.listdir(folder))
+    except OSError:
+        return stopped
+    for name in names:
+        if not (name.startswith(prefix) and name.endswith(".sock")):
+            continue
+        path = os.path.join(folder, name)
+        base = path.removesuffix(".sock")
+        files = DaemonFiles(path, base + ".lock", base + ".log", base + ".owner")
+        try:
+            reply = exchange(path, {"op": "stop", "protocol": PROTOCOL}, timeout)
+        except NotRunning:
+            with _locked(files.lock):
+                _remove_stale(files)
+            continue
+        except (Unavailable, Lost):
+            continue
+        pid = reply.get("stopped")
+        if isinstance(pid, int):
+            stopped.append(pid)
+    return stopped
+
+
+def _remove_stale(files: DaemonFiles) -> None:
+    """Remove a socket nobody listens on, after sweeping up what its dead daemon left running."""
+    if listening(files.socket):
+        return  # a daemon started meanwhile: not stale
+    from kandev_lsp.codedaemon.leftovers import sweep_now
+
+    sweep_now(files.owner)
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(files.socket)

@@ -1,0 +1,272 @@
+"""The daemon's rules without a server: the private runtime folder, names and identities, when a daemon
+stops, the wire, the dry run's two shapes, the command line's refusals, the one-shot fallback, and the
+sweep of what a dead daemon left."""
+
+from __future__ import annotations
+
+import asyncio
+import io
+import json
+import os
+import socket
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from daemon_kit import KANDEV_LSP, wait_until
+from kandev_lsp.cli import main
+from kandev_lsp.cli.code import dry_run
+from kandev_lsp.codedaemon import client, leftovers
+from kandev_lsp.codedaemon.daemon import CodeDaemon
+from kandev_lsp.codedaemon.lifetime import Activity, settings_changed, stop_reason
+from kandev_lsp.codedaemon.names import (
+    SOCKET_PATH_MAX,
+    DaemonFiles,
+    NoPrivateFolder,
+    daemon_files,
+    ensure_private,
+    identity_environment,
+    roots_prefix,
+    runtime_folder,
+)
+from kandev_lsp.codedaemon.starter import daemon_argv
+from kandev_lsp.codedaemon.wire import WireError, check_peer, decode, encode
+from stream_testkit import TAG_VARIABLE, tagged_alive
+
+
+# -- the runtime folder ------------------------------------------------------------------------------------
+def test_the_runtime_folder_is_created_owner_only(tmp_path: Path) -> None:
+    folder = tmp_path / "run"
+    assert runtime_folder({"KANDEV_LSP_RUNTIME_DIR": str(folder)}) == str(folder)
+    assert folder.stat().st_mode & 0o777 == 0o700
+    assert runtime_folder({"XDG_RUNTIME_DIR": str(tmp_path)}) == str(tmp_path / "kandev-lsp")
+    assert runtime_folder({"TMPDIR": str(tmp_path)}) == str(tmp_path / f"kandev-lsp-{os.getuid()}")
+
+
+@pytest.mark.parametrize(
+    ("make", "problem"),
+    [
+        (lambda path: (path.mkdir(), path.chmod(0o755)), "has mode 0755"),
+        (lambda path: path.symlink_to(path.parent), "is a symbolic link"),
+        (lambda path: path.write_text(""), "is not a folder"),
+    ],
+)
+def test_a_runtime_folder_that_is_not_private_is_refused(tmp_path: Path, make: Any, problem: str) -> None:
+    folder = tmp_path / "run"
+    make(folder)
+    with pytest.raises(NoPrivateFolder, match=problem):
+        ensure_private(str(folder))
+
+
+def test_a_relative_runtime_folder_and_a_missing_parent_are_refused(tmp_path: Path) -> None:
+    with pytest.raises(NoPrivateFolder, match="not an absolute path"):
+        runtime_folder({"KANDEV_LSP_RUNTIME_DIR": "run"})
+    with pytest.raises(NoPrivateFolder, match="cannot create the runtime folder"):
+        ensure_private(str(tmp_path / "missing" / "run"))
+
+
+# -- names and identities ----------------------------------------------------------------------------------
+def _identity(**changes: Any) -> dict[str, Any]:
+    return {"roots": ["/w/a", "/w/b"], "environment": {"HOME": "/h"}, "env": [], **changes}
+
+
+def test_a_daemons_files_are_named_by_its_roots_and_its_identity() -> None:
+    base = daemon_files("/run", _identity())
+    other_env = daemon_files("/run", _identity(environment={"HOME": "/other"}))
+    other_order = daemon_files("/run", _identity(roots=["/w/b", "/w/a"]))
+    prefix = roots_prefix(["/w/a", "/w/b"])
+    assert os.path.basename(base.socket).startswith(prefix) and base.socket.endswith(".sock")
+    assert os.path.basename(other_env.socket).startswith(prefix)  # --stop finds both by their roots
+    assert other_env.socket != base.socket
+    assert not os.path.basename(other_order.socket).startswith(prefix)  # root ids follow the order
+    assert {base.lock, base.log, base.owner} == {base.socket[:-5] + s for s in (".lock", ".log", ".owner")}
+
+
+def test_a_socket_path_too_long_for_bind_is_refused() -> None:
+    folder = "/" + "x" * (SOCKET_PATH_MAX - len("//code-01234567-89abcdef.sock"))
+    assert len(daemon_files(folder, _identity()).socket) == SOCKET_PATH_MAX  # the longest that binds
+    folder += "x"
+    with pytest.raises(NoPrivateFolder, match="longer than the 107 bytes"):
+        daemon_files(folder, _identity())
+
+
+def test_shell_bookkeeping_is_not_part_of_the_identity() -> None:
+    environ = {"HOME": "/h", "PWD": "/a", "OLDPWD": "/b", "SHLVL": "2", "_": "/bin/x", "PATH": "/bin"}
+    assert identity_environment(environ) == {"HOME": "/h", "PATH": "/bin"}
+
+
+# -- when a daemon stops -----------------------------------------------------------------------------------
+def test_when_a_daemon_stops() -> None:
+    idle = Activity(last=0.0, idle_timeout=10.0)
+    assert stop_reason(idle, 9.9, roots_present=True, socket_ours=True) is None
+    assert stop_reason(idle, 10.0, roots_present=True, socket_ours=True) == "idle"
+    assert stop_reason(idle, 1.0, roots_present=False, socket_ours=True) == "workspace-gone"
+    assert stop_reason(idle, 1.0, roots_present=True, socket_ours=False) == "socket-replaced"
+    busy = Activity(last=0.0, idle_timeout=10.0)
+    busy.begin(0.0)
+    assert stop_reason(busy, 100.0, roots_present=True, socket_ours=True) is None  # a call under way
+    busy.end(5.0)
+    assert stop_reason(busy, 14.0, roots_present=True, socket_ours=True) is None  # idle from its end
+    busy.hold(300.0)  # a parked transaction can still be approved
+    assert stop_reason(busy, 200.0, roots_present=True, socket_ours=True) is None
+    assert stop_reason(busy, 300.0, roots_present=True, socket_ours=True) == "idle"
+
+
+class _Settings:
+    def __init__(self, text: str) -> None:
+        self.text = text
+
+    def to_json(self) -> str:
+        return self.text
+
+
+def test_settings_count_as_changed_only_when_their_values_differ() -> None:
+    opened = _Settings("{}")
+    assert not settings_changed(opened, opened)
+    assert not settings_changed(opened, _Settings("{}"))  # re-read after a touch: the same values
+    assert settings_changed(opened, _Settings('{"lsp_disabled_tools": ["code_hover"]}'))
+
+
+# -- the wire ------------------------------------------------------------------------------------------------
+def test_messages_are_one_json_object_per_line() -> None:
+    line = encode({"op": "call", "payload": {"text": "a\nb é"}})
+    assert line.endswith(b"\n") and line.count(b"\n") == 1
+    assert decode(line) == {"op": "call", "payload": {"text": "a\nb é"}}
+    with pytest.raises(WireError, match="JSON object"):
+        decode(b"[1]\n")
+    with pytest.raises(WireError, match="not a JSON line"):
+        decode(b"\xff\n")
+
+
+def test_the_peer_is_this_user() -> None:
+    one, two = socket.socketpair(socket.AF_UNIX)
+    with one, two:
+        assert check_peer(one) == os.getpid()
+
+
+# -- the command line ----------------------------------------------------------------------------------------
+def test_a_one_shot_dry_run_offers_no_transaction_and_a_daemons_keeps_it() -> None:
+    parked = {"ok": True, "needsApproval": True, "transactionId": "t" * 32, "expiresInSeconds": 300}
+    one_shot = dry_run(dict(parked))
+    assert (
+        one_shot["dryRun"] is True
+        and "transactionId" not in one_shot
+        and "--auto-approve" in one_shot["next"]
+    )
+    held = dry_run(dict(parked), held_by="code_rename")
+    assert held["transactionId"] == "t" * 32 and held["dryRun"] is True
+    assert (
+        f"kandev-lsp code code_rename --approve={'t' * 32}" in held["next"] and "within 300 s" in held["next"]
+    )
+    assert dry_run({"ok": True, "applied": True}, held_by="code_rename") == {"ok": True, "applied": True}
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["code", "--stop", "code_hover"], "--stop takes no TOOL"),
+        (["code"], "name a TOOL"),
+        (
+            ["code", "code_rename", "--approve=-x", "--json", '{"a": 1}'],
+            "drop --json",
+        ),  # ids may start with -
+        (["code", "code_rename", "--approve=x", "--no-daemon"], "need the warm daemon"),
+        (["code", "code_hover", "--idle-timeout", "0"], "--idle-timeout 0"),
+        (["code", "code_hover", "--read-only", "--auto-approve"], "nothing to approve"),
+    ],
+)
+def test_command_line_refusals_exit_2(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], argv: list[str], message: str
+) -> None:
+    assert main([*argv, "--workspace", str(tmp_path)]) == 2
+    assert message in capsys.readouterr().err
+
+
+def test_without_a_private_runtime_folder_the_call_is_answered_one_shot(tmp_path: Path) -> None:
+    """A warning says why, and the one-shot path answers (here: the unknown tool's usage error)."""
+    shared = tmp_path / "shared"
+    shared.mkdir(mode=0o777)
+    shared.chmod(0o777)
+    env = {
+        **os.environ,
+        "KANDEV_LSP_RUNTIME_DIR": str(shared),
+        "KANDEV_LSP_SETTINGS": str(tmp_path / "s.json"),
+    }
+    done = subprocess.run(
+        [KANDEV_LSP, "code", "code_nope", "--workspace", str(tmp_path)],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 2 and done.stdout == ""
+    assert "warning: the warm daemon is not available" in done.stderr and "has mode 0777" in done.stderr
+    assert "no tool 'code_nope'" in done.stderr
+    assert list(shared.iterdir()) == []
+
+
+def test_the_daemon_runs_only_an_absolute_interpreter() -> None:
+    assert daemon_argv("/usr/bin/python3") == ["/usr/bin/python3", "-P", "-m", "kandev_lsp.codedaemon"]
+    for python in ("python3", ".venv/bin/python", ""):
+        with pytest.raises(client.Unavailable, match="not absolute"):
+            daemon_argv(python)
+
+
+# -- what a dead daemon left ---------------------------------------------------------------------------------
+def test_the_sweep_kills_what_a_dead_daemon_left_and_spares_a_live_one(tmp_path: Path, tag: str) -> None:
+    def marked(token: str) -> subprocess.Popen[bytes]:
+        return subprocess.Popen(["/bin/sleep", "300"], env={"KANDEV_LSP_OWNER": token, TAG_VARIABLE: tag})
+
+    live = marked("live-token")  # stands for a daemon still stopping its own trees
+    orphan = marked("dead-token")  # a grandchild of a daemon that was killed
+    owner = str(tmp_path / "code.owner")
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    with open(owner, "w") as handle:
+        handle.write(f"{live.pid} live-token\n{dead.pid} dead-token\n")
+    try:
+        assert leftovers.sweep_now(owner) == (orphan.pid,)
+        assert orphan.wait(timeout=10) < 0 and live.poll() is None
+        assert Path(owner).read_text() == f"{live.pid} live-token\n"
+        leftovers.record(owner, "mine")
+        leftovers.forget(owner, "live-token")
+        assert Path(owner).read_text() == f"{os.getpid()} mine\n"
+    finally:
+        live.kill()
+        live.wait()
+    wait_until(lambda: not tagged_alive(tag), timeout=10, what="the sleeps")
+
+
+def test_no_daemon_answers_on_a_missing_or_stale_socket(tmp_path: Path) -> None:
+    path = str(tmp_path / "s.sock")
+    with pytest.raises(client.NotRunning):
+        client.exchange(path, {"op": "stop"}, 5.0)
+    stale = socket.socket(socket.AF_UNIX)
+    stale.bind(path)
+    stale.close()  # the file stays, nobody listens: a killed daemon's socket
+    with pytest.raises(client.NotRunning):
+        client.exchange(path, {"op": "stop"}, 5.0)
+    assert not client.listening(path)
+    assert json.loads(encode({"stale": True})) == {"stale": True}
+
+
+def test_a_stopping_daemon_leaves_its_socket_at_once(tmp_path: Path, runtime_folder: Path) -> None:
+    """A caller told to ``restart`` (the settings changed) reconnects at once: it must find no daemon
+    there, or it would be told ``restart`` again and answer one-shot with a warning."""
+
+    async def scenario() -> tuple[bool, bool]:
+        base = str(runtime_folder / "code-x")
+        files = DaemonFiles(base + ".sock", base + ".lock", base + ".log", base + ".owner")
+        start = {"files": files._asdict(), "identity": {"roots": [str(tmp_path)]}, "token": "t"}
+        daemon = CodeDaemon(start, io.BytesIO())
+        daemon._server = await asyncio.start_unix_server(lambda r, w: None, sock=daemon._bind())
+        before = client.listening(files.socket)
+        daemon.stop("settings-changed")  # no await: the next caller may come before the loop turns
+        after = client.listening(files.socket) or os.path.exists(files.socket)
+        await daemon._server.wait_closed()
+        return before, after
+
+    assert asyncio.run(scenario()) == (True, False)
