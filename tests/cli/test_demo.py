@@ -1,0 +1,78 @@
+"""``scripts/demo``, the end of the README's first command (issue 17 item 8): on a HOME with no server yet
+it installs pyright and typescript-language-server for real (npm) into that HOME's managed cache, and the
+answers about examples/greeter come from them through ``kandev-lsp code``. The expected lines are read
+off the example's own files (where the mistake and the definition are), not from the demo."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import pytest
+
+if TYPE_CHECKING:
+    from stream_testkit import RealServers
+
+PROJECT = Path(__file__).resolve().parents[2]
+DEMO = PROJECT / "scripts" / "demo"
+
+
+def demo(*args: str, home: str, npm_cache: Path) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "HOME": home, "npm_config_cache": str(npm_cache)}
+    return subprocess.run(
+        [str(DEMO), *args], capture_output=True, text=True, env=env, timeout=600, check=False
+    )
+
+
+@pytest.mark.real_server
+@pytest.mark.network_registry
+def test_the_demo_installs_the_servers_and_shows_the_mistake_and_the_definition(
+    real_servers: RealServers, tmp_path: Path
+) -> None:
+    home = tmp_path / "home"
+    home.mkdir()
+    result = demo(home=str(home), npm_cache=real_servers.npm_cache)  # a warm npm cache, a fresh HOME
+    assert result.returncode == 0, result.stdout + result.stderr
+    lines = result.stdout.splitlines()
+    assert lines[0] == f"kandev-lsp demo: examples/greeter, servers in {home}/.kandev/lsp-servers"
+    expected = [
+        "python      pyright-langserver 1.1.414",
+        '  diagnostics  app.py:6:13 error: Argument of type "Literal[42]" cannot be assigned to parameter "name" of type "str" in function "greet"',
+        "  definition   greet at app.py:6 -> greet.py:4  def greet(name: str) -> str:",
+        "typescript  typescript-language-server 5.3.0",
+        "  diagnostics  app.ts:5:19 error: Argument of type 'number' is not assignable to parameter of type 'string'.",
+        "  definition   greet at app.ts:5 -> greet.ts:2  export function greet(name: string): string {",
+    ]
+    assert lines[1:7] == expected
+    assert lines[7].startswith("ok: 2 of 2 found the planted mistake and its definition (")
+    for language in ("python", "typescript"):
+        assert (home / ".kandev" / "lsp-servers" / language / "current").is_dir()  # the user's cache
+    assert "installing: npm install pyright@1.1.414" in result.stderr  # really installed, progress shown
+
+
+def test_a_demo_that_cannot_install_says_why_with_installs_status(tmp_path: Path) -> None:
+    result = demo("python", home="relative-home", npm_cache=tmp_path / "npm")
+    assert result.returncode == 12, result.stdout + result.stderr  # the managed cache is unusable
+    assert "demo: kandev-lsp install python: cannot install pyright-langserver: the task's HOME is not" in (
+        result.stderr
+    )
+    assert "ok:" not in result.stdout
+
+
+def test_the_demo_refuses_a_language_it_has_no_example_for(tmp_path: Path) -> None:
+    result = demo("cobol", home=str(tmp_path), npm_cache=tmp_path / "npm")
+    assert result.returncode == 2
+    assert "demo: no example for cobol; the examples: python, typescript" in result.stderr
+
+
+def test_the_readmes_two_commands_are_these_scripts() -> None:
+    readme = (PROJECT / "README.md").read_text(encoding="utf-8")
+    block = re.search(r"## Two commands\n.*?```sh\n(.*?)```", readme, re.S)
+    assert block is not None
+    commands = [line.split("#", 1)[0].strip() for line in block.group(1).splitlines()]
+    assert commands == ["scripts/setup && scripts/demo", "scripts/test"]
+    for script in ("setup", "demo", "test"):
+        assert os.access(PROJECT / "scripts" / script, os.X_OK), script
