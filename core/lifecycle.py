@@ -292,6 +292,7 @@ class Lifecycle:
         """
         from kandev_lsp.process import ProcessStartError, spawn
 
+        _check_workspace(resolution, task)
         try:
             return await spawn(
                 list(resolution.argv),
@@ -317,6 +318,7 @@ class Lifecycle:
         """
         from kandev_lsp.process import ProcessStartError, start_now
 
+        _check_workspace(resolution, task)
         try:
             return start_now(
                 list(resolution.argv),
@@ -374,6 +376,7 @@ class Lifecycle:
         from kandev_lsp.session import DEFAULT_BRIDGE_LIMITS, ServerSession
 
         spec = self.plugins.language(resolution.language)
+        _check_workspace(resolution, task)
         try:
             return await ServerSession.start(
                 resolution.argv,
@@ -415,3 +418,17 @@ class Lifecycle:
 
     async def __aexit__(self, *_: object) -> None:
         await self.aclose()
+
+
+def _check_workspace(resolution: Resolution, task: Task) -> None:
+    """The one workspace check (:mod:`kandev_lsp.workspace_access`) before a server starts in it: an
+    unreadable workspace is a start failure that says so, not the server's ("cannot start ...: permission
+    denied", issue 17 item 5).
+
+    :raises LaunchError: ``START_FAILED`` with the workspace's problem.
+    """
+    from kandev_lsp.workspace_access import workspace_problem
+
+    problem = workspace_problem(task.workspace)
+    if problem is not None:
+        raise LaunchError(LaunchFailure.START_FAILED, problem, resolution=resolution)

@@ -93,11 +93,15 @@ def workspace_folders(args: argparse.Namespace) -> list[str]:
     """The workspace roots the flags name (absolute; default: the current folder).
 
     :raises UsageError: a root is not an existing folder.
+    :raises WorkspaceUnavailable: a root cannot be read ("workspace ... is not accessible").
     """
+    from kandev_lsp.workspace_access import check_workspace
+
     folders = [os.path.abspath(folder) for folder in args.workspace] or [os.getcwd()]
     for folder in folders:
         if not os.path.isdir(folder):
             raise UsageError(f"--workspace {folder}: not an existing folder")
+        check_workspace(folder)  # readable, or "workspace ... is not accessible (permission denied)"
     return folders
 
 

@@ -9,13 +9,12 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import logging
-import os
 import sys
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from kandev_lsp.cli.common import add_settings_argument, add_task_arguments, load_plugins, task_from_args
-from kandev_lsp.errors import TaskEnvironmentError
+from kandev_lsp.workspace_access import check_workspace
 
 if TYPE_CHECKING:
     from kandev_lsp.host import PluginHost
@@ -93,12 +92,9 @@ def configure_logging(level: str) -> None:
 
 
 def stream_task(args: argparse.Namespace) -> Task:
-    """The task from the flags; the workspace must be an existing folder."""
+    """The task from the flags; the workspace must be an existing folder kandev-lsp can read."""
     task = task_from_args(args)
-    if not os.path.isdir(task.workspace):
-        raise TaskEnvironmentError(
-            f"the workspace {task.workspace} is not an existing folder; pass --workspace DIR"
-        )
+    check_workspace(task.workspace)
     return task
 
 
