@@ -8,10 +8,13 @@ from __future__ import annotations
 import os
 import re
 import subprocess
+import uuid
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
+from kandev_lsp.testing import processes_tagged
+from stream_testkit import TAG_VARIABLE, wait_until
 
 if TYPE_CHECKING:
     from stream_testkit import RealServers
@@ -20,8 +23,8 @@ PROJECT = Path(__file__).resolve().parents[2]
 DEMO = PROJECT / "scripts" / "demo"
 
 
-def demo(*args: str, home: str, npm_cache: Path) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "HOME": home, "npm_config_cache": str(npm_cache)}
+def demo(*args: str, home: str, npm_cache: Path, tag: str = "") -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "HOME": home, "npm_config_cache": str(npm_cache), TAG_VARIABLE: tag}
     return subprocess.run(
         [str(DEMO), *args], capture_output=True, text=True, env=env, timeout=600, check=False
     )
@@ -34,7 +37,8 @@ def test_the_demo_installs_the_servers_and_shows_the_mistake_and_the_definition(
 ) -> None:
     home = tmp_path / "home"
     home.mkdir()
-    result = demo(home=str(home), npm_cache=real_servers.npm_cache)  # a warm npm cache, a fresh HOME
+    tag = uuid.uuid4().hex
+    result = demo(home=str(home), npm_cache=real_servers.npm_cache, tag=tag)  # warm npm cache, fresh HOME
     assert result.returncode == 0, result.stdout + result.stderr
     lines = result.stdout.splitlines()
     assert lines[0] == f"kandev-lsp demo: examples/greeter, servers in {home}/.kandev/lsp-servers"
@@ -51,6 +55,9 @@ def test_the_demo_installs_the_servers_and_shows_the_mistake_and_the_definition(
     for language in ("python", "typescript"):
         assert (home / ".kandev" / "lsp-servers" / language / "current").is_dir()  # the user's cache
     assert "installing: npm install pyright@1.1.414" in result.stderr  # really installed, progress shown
+    # `kandev-lsp code`'s warm daemon and its servers were stopped when the demo ended (--stop asks;
+    # the last of them may still be on its way out).
+    assert wait_until(lambda: not processes_tagged(TAG_VARIABLE, tag), timeout=20)
 
 
 def test_a_demo_that_cannot_install_says_why_with_installs_status(tmp_path: Path) -> None:
