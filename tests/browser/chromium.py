@@ -4,7 +4,7 @@ reaped: the whole group is killed, then any process still carrying the launch's 
 
 The flags keep it off the network: this machine's closed network refuses Chromium's background
 connections (component updates, sync, QUIC, ...), and waiting on them slows every start. The process
-lives as long as the test session; each test connects its own :class:`cdp.Cdp` (on its own event loop)
+lives as long as its test module; each test connects its own :class:`cdp.Cdp` (on its own event loop)
 and opens its pages in browser contexts of their own, so no two tests share cookies or storage."""
 
 from __future__ import annotations
