@@ -42,8 +42,9 @@ COLD_DEADLINE = 60.0
 ANSWER_GRACE = 15.0
 #: Seconds a caller waits for a daemon it started to be ready (an interpreter start and the plugins).
 START_TIMEOUT = 60.0
-#: Seconds ``--stop`` waits for each daemon to stop its servers.
-STOP_TIMEOUT = 30.0
+#: Seconds ``--stop`` waits for each daemon to stop its servers (a graceful stop takes a few); one that
+#: has not answered by then is stalled, and is killed instead.
+STOP_TIMEOUT = 20.0
 
 
 def add_intel_arguments(parser: argparse.ArgumentParser) -> None:
@@ -401,8 +402,14 @@ def _ask_daemon(args: argparse.Namespace, folders: list[str], payload: Any) -> d
             file=sys.stderr,
         )
         return None
-    except client.Lost as error:
-        raise KandevLspError(str(error)) from None
+    except client.Lost as lost:
+        if not lost.stalled:
+            raise KandevLspError(str(lost)) from None
+        client.put_down(files, lost.pid)
+        raise KandevLspError(
+            f"{lost}: it was stalled, and is stopped now (killed, with its servers); the call may or may not "
+            "have run; the next call starts a new daemon"
+        ) from None
     if "usage" in reply:
         raise UsageError(str(reply["usage"]))
     if "error" in reply:

@@ -15,17 +15,21 @@ from __future__ import annotations
 
 import contextlib
 import os
+import signal
 import socket
+import time
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 from kandev_lsp.codedaemon.names import DaemonFiles, roots_prefix
 from kandev_lsp.codedaemon.wire import MAX_MESSAGE, PROTOCOL, WireError, check_peer, decode, encode
 
-__all__ = ["Lost", "NotRunning", "Unavailable", "ask", "exchange", "listening", "stop_all"]
+__all__ = ["Lost", "NotRunning", "Unavailable", "ask", "exchange", "listening", "put_down", "stop_all"]
 
 #: Seconds a caller waits for the lock while another call starts the same daemon (its start included).
 LOCK_TIMEOUT = 90.0
+#: Seconds a killed daemon may take to be gone.
+PUT_DOWN_TIMEOUT = 5.0
 
 
 class NotRunning(Exception):
@@ -37,7 +41,16 @@ class Unavailable(Exception):
 
 
 class Lost(Exception):
-    """The daemon took the call but gave no answer (it died or stalled): the call may or may not have run."""
+    """The daemon took the call but gave no answer (it died or stalled): the call may or may not have run.
+
+    :param pid: the daemon's (from the kernel, checked to be this user's).
+    :param stalled: it was connected and alive but gave no answer in time: :func:`put_down` replaces it.
+    """
+
+    def __init__(self, message: str, *, pid: int, stalled: bool = False) -> None:
+        super().__init__(message)
+        self.pid = pid
+        self.stalled = stalled
 
 
 def exchange(path: str, request: Mapping[str, Any], timeout: float) -> dict[str, Any]:
@@ -65,8 +78,7 @@ def exchange(path: str, request: Mapping[str, Any], timeout: float) -> dict[str,
             line = _read_line(connection)
         except TimeoutError:
             raise Lost(
-                f"the daemon (pid {pid}) gave no answer within {timeout:g} s: it may be stalled; "
-                "`kandev-lsp code --stop` (same --workspace) stops it, and the next call starts a new one"
+                f"the daemon (pid {pid}) gave no answer within {timeout:g} s", pid=pid, stalled=True
             ) from None
         except OSError as error:
             line = b""
@@ -77,12 +89,13 @@ def exchange(path: str, request: Mapping[str, Any], timeout: float) -> dict[str,
             raise Lost(
                 f"the daemon (pid {pid}) ended the call without an answer ({reason}): it may have crashed "
                 f"(its log: {os.path.splitext(path)[0]}.log); the call may or may not have run; the next "
-                "call starts a new daemon"
+                "call starts a new daemon",
+                pid=pid,
             )
         try:
             return decode(line)
         except WireError as error:
-            raise Lost(f"the daemon (pid {pid}) answered an unreadable reply: {error}") from None
+            raise Lost(f"the daemon (pid {pid}) answered an unreadable reply: {error}", pid=pid) from None
     finally:
         connection.close()
 
@@ -165,8 +178,9 @@ def _locked(path: str) -> Iterator[None]:
 def stop_all(folder: str, roots: list[str], *, timeout: float) -> list[int]:
     """Stop every daemon in ``folder`` serving these roots (any environment or flags); return their pids.
 
-    Each answers once its servers are stopped. A stale socket (a daemon that died) is removed, and what
-    that daemon left marked is swept up (:mod:`~kandev_lsp.codedaemon.leftovers`).
+    Each answers once its servers are stopped; one that does not within ``timeout`` (stalled) is killed
+    (:func:`put_down`). A stale socket (a daemon that died) is removed, and what that daemon left marked is
+    swept up (:mod:`~kandev_lsp.codedaemon.leftovers`).
     """
     prefix = roots_prefix(roots)
     stopped: list[int] = []
@@ -186,12 +200,29 @@ def stop_all(folder: str, roots: list[str], *, timeout: float) -> list[int]:
             with _locked(files.lock):
                 _remove_stale(files)
             continue
-        except (Unavailable, Lost):
+        except Lost as lost:
+            if lost.stalled:  # not stopped within the timeout: stopped the hard way
+                put_down(files, lost.pid)
+                stopped.append(lost.pid)
+            continue
+        except Unavailable:
             continue
         pid = reply.get("stopped")
         if isinstance(pid, int):
             stopped.append(pid)
     return stopped
+
+
+def put_down(files: DaemonFiles, pid: int) -> None:
+    """Kill a stalled daemon (SIGKILL; its servers die with it, the parent-death signal) and sweep up what it
+    leaves, so the next call starts a new one. ``pid`` came from the kernel with the uid checked: ours."""
+    with contextlib.suppress(ProcessLookupError):
+        os.kill(pid, signal.SIGKILL)
+    deadline = time.monotonic() + PUT_DOWN_TIMEOUT
+    while listening(files.socket) and time.monotonic() < deadline:
+        time.sleep(0.02)  # its socket closes when it is gone
+    with _locked(files.lock):
+        _remove_stale(files)
 
 
 def _remove_stale(files: DaemonFiles) -> None:

@@ -53,8 +53,10 @@ __all__ = ["CodeDaemon", "main"]
 
 _log = logging.getLogger("kandev_lsp.codedaemon")
 
-#: Seconds a stopping daemon waits for the calls under way (each has its own deadline within it).
-DRAIN_TIMEOUT = 120.0
+#: Seconds a stopping daemon waits for the calls under way before it stops their servers anyway (those
+#: calls then answer that their server is gone). Within ``--stop``'s own wait (cli/code's STOP_TIMEOUT),
+#: with the servers' stop after it.
+DRAIN_TIMEOUT = 10.0
 #: Seconds a stopped daemon gives its last replies (``--stop``'s answer) to be written.
 REPLY_TIMEOUT = 5.0
 

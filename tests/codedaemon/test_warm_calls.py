@@ -17,6 +17,7 @@ from typing import Any
 
 import pytest
 from daemon_kit import REFERENCES, Caller, wait_until
+from kandev_lsp.codedaemon import client
 from stream_testkit import TAG_VARIABLE
 
 pytestmark = [pytest.mark.real_server, pytest.mark.network_registry, pytest.mark.timeout(300)]
@@ -106,12 +107,23 @@ def test_a_warm_call_imports_nothing_heavy_before_it_asks_the_daemon(caller: Cal
 
 
 def test_a_file_changed_between_two_calls_is_seen_by_the_second(caller: Caller) -> None:
+    """References and diagnostics after plain writes: the changed file's, and a dependent's (the freshness
+    rule of issue 20: ``current`` only after the server had the change)."""
     assert caller.call("code_navigate", REFERENCES)[1]["summary"] == "5 references · 2 files"
     (daemon,) = caller.daemons()
     app = caller.workspace / "app.py"
     app.write_text(app.read_text() + '\n\ndef again() -> str:\n    return greet("third")\n')  # a plain write
     status, after = caller.call("code_navigate", REFERENCES)
     assert status == 0 and after["summary"] == "6 references · 2 files", after
+
+    diagnostics = {"path": "app.py"}
+    before = caller.call("code_diagnostics", diagnostics)[1]
+    assert before["status"] == "current" and before["counts"]["error"] == 1, before  # value: int = greet(...)
+    lib = caller.workspace / "lib.py"
+    lib.write_text(lib.read_text().replace("excited: bool = False", "excited: bool"))  # now required
+    changed = caller.call("code_diagnostics", diagnostics)[1]
+    missing = [p for p in changed["problems"] if 'Argument missing for parameter "excited"' in p["message"]]
+    assert changed["status"] == "current" and len(missing) == 3, changed  # main x2, again()
     assert caller.daemons() == [daemon]
 
 
@@ -238,3 +250,22 @@ def test_the_command_line_is_the_same_with_its_tool_ops(caller: Caller) -> None:
     unknown = caller.run("code_nope", "--json", "{}", check=False)
     assert unknown.returncode == 2 and unknown.stdout == ""
     assert "no tool 'code_nope'" in unknown.stderr and "code_navigate" in unknown.stderr
+
+
+def test_a_stalled_daemon_is_killed_and_replaced(caller: Caller) -> None:
+    """A daemon that takes a call (or ``--stop``) and never answers: the caller gives up after the call's
+    deadline and a grace, kills it (its server dies with it) and the next call starts a new one."""
+    assert caller.call("code_navigate", REFERENCES)[0] == 0
+    (daemon,) = caller.daemons()
+    os.kill(daemon, signal.SIGSTOP)  # alive, its socket accepting, never answering
+    stalled = caller.run("code_navigate", "--json", json.dumps(REFERENCES), "--deadline", "1", check=False)
+    assert stalled.returncode == 1 and stalled.stdout == ""
+    assert f"the daemon (pid {daemon}) gave no answer" in stalled.stderr and "stopped now" in stalled.stderr
+    wait_until(lambda: not caller.daemons() and not caller.servers(), timeout=30, what="the killed daemon")
+    status, result = caller.call("code_navigate", REFERENCES)
+    assert status == 0 and result["summary"] == "5 references · 2 files"
+    (successor,) = caller.daemons()
+    os.kill(successor, signal.SIGSTOP)
+    assert client.stop_all(str(caller.runtime), [str(caller.workspace)], timeout=2.0) == [successor]
+    wait_until(lambda: not caller.daemons() and not caller.servers(), timeout=30, what="the stalled daemon")
+    assert caller.sockets() == []
