@@ -172,7 +172,10 @@ class LanguageSpec:
     ``proxy_launchers`` name launchers that stand in for many tools (``rustup``): a candidate that resolves
     to one is run with ``version_args`` before it is trusted, since the proxied tool may be absent.
     ``root_markers`` are file or folder names marking a project root, highest priority first
-    (:func:`kandev_lsp.lsp.roots.find_project_root`).
+    (:func:`kandev_lsp.lsp.roots.find_project_root`). ``nested_projects`` says what a marker inside
+    another project means to this language's server: ``"covered"`` (the default: pyright, tsserver,
+    rust-analyzer and Gradle serve a nested package from the outer project, so the outermost marker's
+    folder is the project root) or ``"separate"`` (a nested Go module is a module of its own).
     ``document_language_ids`` maps a file name (``go.mod``) or an extension (``.tsx``) to the ``languageId``
     a document opens with; other files with one of ``file_extensions`` open as ``language_ids[0]``.
     ``readiness`` says when the server gives complete answers; ``client_capabilities`` are merged into the
@@ -194,8 +197,14 @@ class LanguageSpec:
     document_language_ids: Mapping[str, str] = field(default_factory=lambda: _frozen({}))
     readiness: Readiness = Readiness()
     client_capabilities: Mapping[str, Any] = field(default_factory=lambda: _frozen({}))
+    nested_projects: str = "covered"
 
     def __post_init__(self) -> None:
+        if self.nested_projects not in ("covered", "separate"):
+            raise ValueError(
+                f"language {self.id!r}: nested_projects must be 'covered' or 'separate', "
+                f"got {self.nested_projects!r}"
+            )
         if not _LANGUAGE_ID.match(self.id):
             raise ValueError(
                 f"language id {self.id!r} must be 1-32 lower-case letters, digits, '-' or '_', "

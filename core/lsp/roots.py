@@ -5,6 +5,9 @@ Every plugin declares ``root_markers`` (``go.work``, ``go.mod``; ``tsconfig.json
 markers are in priority order: the first marker found anywhere on that walk wins, and for that marker
 the innermost folder holding it. So a Go module inside a ``go.work`` workspace roots at the ``go.work``,
 and a TypeScript package with its own ``tsconfig.json`` roots at that package. No marker: the workspace.
+With ``covering`` (a language whose server serves nested projects from the outer one, issue 20 item 4)
+the outermost folder holding any marker wins instead: ``examples/aliases/setup.py`` inside click (a
+``setup.py`` at its top) roots at the top, where pyright resolves ``import click`` to ``src/click``.
 
 The decision is pure: which files exist is asked through ``exists``, so the rules are tested with a set
 of paths. :func:`project_root` is the same with the real file system.
@@ -33,12 +36,19 @@ def _ancestors(folder: str, workspace: str) -> list[str] | None:
 
 
 def find_project_root(
-    path: str, workspace: str, markers: Sequence[str], exists: Callable[[str], bool], *, is_dir: bool = False
+    path: str,
+    workspace: str,
+    markers: Sequence[str],
+    exists: Callable[[str], bool],
+    *,
+    is_dir: bool = False,
+    covering: bool = False,
 ) -> str | None:
     """The root folder of the project holding ``path`` (a file, or a folder with ``is_dir``).
 
     ``path`` and ``workspace`` must be absolute and normalised. Returns None when ``path`` is not inside
-    ``workspace``; the workspace itself when no marker is found.
+    ``workspace``; the workspace itself when no marker is found. ``covering``: the outermost folder
+    holding any marker (see the module docstring).
     """
     workspace = os.path.normpath(workspace)
     path = os.path.normpath(path)
@@ -46,17 +56,26 @@ def find_project_root(
     chain = _ancestors(start, workspace)
     if chain is None:
         return None
-    for marker in markers:
-        if not marker or "/" in marker or "\\" in marker or marker in (".", ".."):
-            continue
+    valid = [m for m in markers if m and "/" not in m and "\\" not in m and m not in (".", "..")]
+    if covering:
+        for folder in reversed(chain):  # outermost first
+            if any(exists(os.path.join(folder, marker)) for marker in valid):
+                return folder
+        return workspace
+    for marker in valid:
         for folder in chain:
             if exists(os.path.join(folder, marker)):
                 return folder
     return workspace
 
 
-def project_root(path: str, workspace: str, markers: Sequence[str]) -> str | None:
+def project_root(path: str, workspace: str, markers: Sequence[str], *, covering: bool = False) -> str | None:
     """:func:`find_project_root` against the file system (a marker may be a file or a folder)."""
     return find_project_root(
-        os.path.abspath(path), os.path.abspath(workspace), markers, os.path.exists, is_dir=os.path.isdir(path)
+        os.path.abspath(path),
+        os.path.abspath(workspace),
+        markers,
+        os.path.exists,
+        is_dir=os.path.isdir(path),
+        covering=covering,
     )

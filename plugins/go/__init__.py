@@ -19,6 +19,7 @@ LANGUAGE = LanguageSpec(
     file_extensions=(".go",),
     language_ids=("go", "gomod", "gowork", "gotmpl"),
     root_markers=("go.work", "go.mod"),
+    nested_projects="separate",  # a go.mod inside another module is a module of its own
     install=GoRecipe(package="golang.org/x/tools/gopls", version="v0.14.2", bin="gopls"),
     homepage="https://pkg.go.dev/golang.org/x/tools/gopls",
     version_args=("version",),

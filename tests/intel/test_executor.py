@@ -19,6 +19,7 @@ from kandev_lsp.intel.runtime.executor import (
     Deadline,
     Outcome,
     ProviderUnavailable,
+    ProviderUnsupported,
     RetryPolicy,
     is_empty_answer,
     run_provider,
@@ -169,7 +170,6 @@ def test_the_clients_own_timeout_is_a_timeout() -> None:
     [
         (ProviderUnavailable("pyright is not ready", progress=["Analyzing"], elapsedMs=1200), "not ready"),
         (ConnectionResetError("gone"), "connection ended"),
-        (RpcError(-32601, "Unhandled method"), "does not offer textDocument/references"),
     ],
 )
 def test_unavailable(error: Exception, message: str) -> None:
@@ -178,6 +178,22 @@ def test_unavailable(error: Exception, message: str) -> None:
     assert result.status is Outcome.UNAVAILABLE and message in (result.error or "")
     if isinstance(error, ProviderUnavailable):
         assert result.meta()["progress"] == ["Analyzing"] and result.meta()["elapsedMs"] == 1200
+
+
+@pytest.mark.parametrize(
+    "error",
+    [
+        RpcError(-32601, "Unhandled method"),
+        ProviderUnsupported("the server does not offer textDocument/references"),
+    ],
+)
+def test_never_available_is_unsupported_not_unavailable(error: Exception) -> None:
+    """Issue 20 item 7: a client that retries on "unavailable" looped on a request the server never offers."""
+    call, _ = scripted(error)
+    result = run(run_provider(call, Deadline(5), label="textDocument/references"))
+    assert result.status is Outcome.UNSUPPORTED and "does not offer textDocument/references" in (
+        result.error or ""
+    )
 
 
 def test_a_cancel_token_stops_the_attempt_at_once() -> None:

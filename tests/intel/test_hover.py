@@ -142,22 +142,26 @@ def test_offset_labels_count_in_the_position_encoding() -> None:
     assert mark_signature(utf32, PositionEncoding.UTF32) == ("f(😀: int, **b: str**)", "b: str")
 
 
-def test_hover_text_puts_the_marked_signature_ahead() -> None:
+def test_hover_text_describes_the_target_then_the_enclosing_call_without_markup() -> None:
+    """Issue 20 item 5: the enclosing call's signature came first, bolded (``***values``), so the summary
+    described print instead of the name asked about."""
     result = hover_text(
         {"contents": TSLS}, _help("fetchModels(base: string)", ["base: string"], activeParameter=0)
     )
     assert result == {
-        "signature": "fetchModels(**base: string**)",
+        "signature": "fetchModels(base: string)",
+        "signatureOf": "enclosingCall",
         "activeParameter": "base: string",
-        "text": "fetchModels(**base: string**)\n\nfunction fetchModels(base: string): Promise<Model[]>\n\n"
-        "Fetches the models.",
+        "text": "function fetchModels(base: string): Promise<Model[]>\n\nFetches the models.\n\n"
+        "Inside the call: fetchModels(base: string) [at parameter base: string]",
     }
     assert hover_text({"contents": TSLS}) == {
         "text": "function fetchModels(base: string): Promise<Model[]>\n\nFetches the models."
     }
     assert hover_text(None, None) == {"text": ""}
-    assert hover_text(None, _help("f(a)", ["a"])) == {
-        "signature": "f(**a**)",
-        "activeParameter": "a",
-        "text": "f(**a**)",
+    assert hover_text(None, _help("f(*values: object)", ["*values: object"])) == {
+        "signature": "f(*values: object)",
+        "signatureOf": "enclosingCall",
+        "activeParameter": "*values: object",
+        "text": "Inside the call: f(*values: object) [at parameter *values: object]",
     }

@@ -351,6 +351,7 @@ def _budgeted(full: dict[str, Any], max_chars: int, limit: int) -> dict[str, Any
     }
     if shown < full["totalFound"]:
         out["truncatedBy"] = by
+        out["totalFiles"] = full.get("totalFiles", len(full["files"]))  # every file, shown or not (item 10)
     return out
 
 

@@ -260,7 +260,7 @@ def test_gopls_without_declaration_or_type_hierarchy_says_what_works(tmp_path: P
     ]
     assert declaration["summary"] == "1 definition · 1 file (no declaration provider)"
     supertypes, subtypes = results["supertypes"], results["subtypes"]
-    assert not supertypes["ok"] and supertypes["status"] == "unavailable"
+    assert not supertypes["ok"] and supertypes["status"] == "unsupported"  # never: not "ask again" (item 7)
     assert "kind 'definition'" in supertypes["error"] and "'implementation'" in supertypes["error"], (
         supertypes
     )

@@ -60,7 +60,7 @@ from kandev_lsp.intel.files.workspace import Workspace, WorkspaceFile
 from kandev_lsp.intel.reading.problems import file_problems
 from kandev_lsp.intel.reading.snapshots import Publication
 from kandev_lsp.intel.reading.tools import PUBLISH_WAIT, QUIET
-from kandev_lsp.intel.runtime.executor import Deadline, ProviderUnavailable
+from kandev_lsp.intel.runtime.executor import Deadline, ProviderUnavailable, ProviderUnsupported
 from kandev_lsp.intel.runtime.pool import ManagedServer, ServerMissing, ServerPool
 from kandev_lsp.lsp.errors import LspError
 from kandev_lsp.lsp.positions import PositionEncoding
@@ -953,7 +953,8 @@ def _unavailable(error: BaseException) -> dict[str, Any]:
     if isinstance(error, ServerMissing):
         return {"ok": False, "status": "unavailable", "error": error.notice}
     if isinstance(error, ProviderUnavailable):
-        return {"ok": False, "status": "unavailable", "error": error.message, **error.detail}
+        status = "unsupported" if isinstance(error, ProviderUnsupported) else "unavailable"
+        return {"ok": False, "status": status, "error": error.message, **error.detail}
     return {
         "ok": False,
         "status": "unavailable",

@@ -53,7 +53,12 @@ from kandev_lsp.intel.edits.placement import (
 from kandev_lsp.intel.errors import IntelError, TargetOutOfRange
 from kandev_lsp.intel.files.text import Document
 from kandev_lsp.intel.reading.tools import ProviderFailed
-from kandev_lsp.intel.runtime.executor import Deadline, Outcome, ProviderResult, ProviderUnavailable
+from kandev_lsp.intel.runtime.executor import (
+    Deadline,
+    Outcome,
+    ProviderResult,
+    ProviderUnsupported,
+)
 from kandev_lsp.intel.runtime.pool import ManagedServer
 from kandev_lsp.intel.surface.arguments import (
     ActionsArgs,
@@ -171,7 +176,7 @@ class MutatingTools:
     @staticmethod
     def _require(server: ManagedServer, capability: str, what: str) -> None:
         if not server.offers(capability):
-            raise ProviderUnavailable(f"the {server.name} server does not offer {what}")
+            raise ProviderUnsupported(f"the {server.name} server does not offer {what}")
 
     # -- code_rename ---------------------------------------------------------------------------------------
     async def rename(self, args: RenameArgs, ctx: IntelContext) -> dict[str, Any]:

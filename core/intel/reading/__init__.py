@@ -10,7 +10,11 @@ Pure rules, each tested with plain values:
 * :mod:`~kandev_lsp.intel.reading.hover`: hover and signature help as plain text (B5.6, B6.10);
 * :mod:`~kandev_lsp.intel.reading.graph`: code_hierarchy's bounded traversal (B6.5-B6.8, B8.13);
 * :mod:`~kandev_lsp.intel.reading.problems`, :mod:`~kandev_lsp.intel.reading.snapshots`: diagnostics as
-  problems, and snapshots with status, freshness, versions and coverage (B6.11-B6.13).
+  problems, and snapshots with status, freshness, versions and coverage (B6.11-B6.13);
+* :mod:`~kandev_lsp.intel.reading.freshness`: when a file's diagnostics are ``current`` (issue 20);
+  :mod:`~kandev_lsp.intel.reading.tsserver`: typescript-language-server's diagnostics pulled;
+* :mod:`~kandev_lsp.intel.reading.deltas`, :mod:`~kandev_lsp.intel.reading.baselines`: diagnostics
+  before and after by position-free keys, and ``code_diagnostics``' ``since`` baselines.
 
 :mod:`~kandev_lsp.intel.reading.tools` wires them to the servers of :mod:`~kandev_lsp.intel.runtime`:
 :class:`LspReadTools`, the six read tools behind :class:`~kandev_lsp.intel.surface.dispatch.ReadTools`.

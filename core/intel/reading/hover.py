@@ -7,7 +7,14 @@ is for, so :func:`flatten_hover` keeps the leading code blocks verbatim (the sig
 paragraph of prose, with markdown noise removed.
 
 :func:`mark_signature` renders the active signature of a ``SignatureHelp`` with its active parameter in
-``**bold**``; :func:`hover_text` puts it ahead of the hover text, as the reference does.
+``**bold**``. :func:`hover_text` describes the target first (issue 20 item 5): on ``say`` in
+``print(g.say("world"))`` signature help answers for the call around it, ``print``, and putting that
+ahead made the summary (often all a model reads) print's parameters, with the bold fused into
+``*values`` (``***values``). So ``text`` starts with the target's own hover, the enclosing call's signature
+follows on a line that says what it is (``Inside the call: ...``, its active parameter in brackets), and
+the ``signature`` field is the plain label (no markup), with ``signatureOf: "enclosingCall"`` and
+``activeParameter``. The reference put the bolded signature ahead (B6.10); this keeps the signature and
+its active parameter but never in front of what was asked.
 """
 
 from __future__ import annotations
@@ -148,6 +155,20 @@ def mark_signature(
     the parameters (or ``null``, LSP 3.18) marks none rather than a wrong one. Parameter labels are a
     substring of the signature label or ``[start, end)`` offsets in the position encoding.
     """
+    found = _active_signature(help_value, encoding)
+    if found is None:
+        return None
+    label, span = found
+    if span is None:
+        return label, None
+    start, end = span
+    return f"{label[:start]}**{label[start:end]}**{label[end:]}", label[start:end]
+
+
+def _active_signature(
+    help_value: Any, encoding: PositionEncoding
+) -> tuple[str, tuple[int, int] | None] | None:
+    """The active signature's label and its active parameter's span in it (see :func:`mark_signature`)."""
     if not isinstance(help_value, dict):
         return None
     signatures = help_value.get("signatures")
@@ -168,11 +189,7 @@ def mark_signature(
         index = 0
     if index is None or not 0 <= index < len(parameters) or not isinstance(parameters[index], dict):
         return label, None
-    span = _parameter_span(label, parameters[index].get("label"), encoding)
-    if span is None:
-        return label, None
-    start, end = span
-    return f"{label[:start]}**{label[start:end]}**{label[end:]}", label[start:end]
+    return label, _parameter_span(label, parameters[index].get("label"), encoding)
 
 
 def _parameter_span(label: str, parameter: Any, encoding: PositionEncoding) -> tuple[int, int] | None:
@@ -194,17 +211,21 @@ def _parameter_span(label: str, parameter: Any, encoding: PositionEncoding) -> t
 def hover_text(
     hover_value: Any, signature_help: Any = None, encoding: PositionEncoding = PositionEncoding.UTF16
 ) -> dict[str, Any]:
-    """``{text, signature?, activeParameter?}``: the flattened hover with the in-scope signature (active
-    parameter bolded) ahead of it. ``text`` is ``""`` when neither says anything."""
+    """``{text, signature?, signatureOf?, activeParameter?}``: the target's flattened hover, then the
+    enclosing call's signature on a labelled line (see the module docstring). ``text`` is ``""`` when
+    neither says anything."""
     contents = hover_value.get("contents") if isinstance(hover_value, dict) else None
     text = flatten_hover(contents) if contents is not None else ""
     out: dict[str, Any] = {}
-    marked = mark_signature(signature_help, encoding)
-    if marked is not None:
-        signature, parameter = marked
-        out["signature"] = signature
-        if parameter is not None:
-            out["activeParameter"] = parameter
-        text = f"{signature}\n\n{text}" if text else signature
+    found = _active_signature(signature_help, encoding)
+    if found is not None:
+        label, span = found
+        out["signature"] = label
+        out["signatureOf"] = "enclosingCall"
+        line = f"Inside the call: {label}"
+        if span is not None:
+            out["activeParameter"] = label[span[0] : span[1]]
+            line += f" [at parameter {out['activeParameter']}]"
+        text = f"{text}\n\n{line}" if text else line
     out["text"] = text
     return out

@@ -283,6 +283,7 @@ def build_locations(
     out: dict[str, Any] = {"files": files, "totalFound": total, "shown": shown, "truncated": shown < total}
     if shown < total:
         out["truncatedBy"] = "size" if cut_by_size else "limit"
+        out["totalFiles"] = sum(1 for _, spans in by_path.values() if spans)  # shown or not (issue 20 item 10)
     if located.omitted:
         out["omitted"] = located.omitted
     return out

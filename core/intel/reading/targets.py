@@ -56,7 +56,7 @@ __all__ = [
 ]
 
 #: How sure the resolution is: a unique symbol, the first of several, a text anchor, a column, a line.
-Confidence = Literal["symbol", "firstMatch", "anchor", "position", "line"]
+Confidence = Literal["symbol", "firstMatch", "anchor", "position", "line", "inherited"]
 
 #: Candidates listed in an ambiguity or not-found answer (enough to choose, small enough to read).
 MAX_CANDIDATES: Final = 20
@@ -461,31 +461,54 @@ def _name_start(entry: SymbolEntry, document: Document, encoding: PositionEncodi
 
     ``selectionRange.start`` is the name for a ``DocumentSymbol``; a ``SymbolInformation`` (and some
     servers' document symbols) start at the declaration (``def``, ``export``), where a hover or a
-    definition request finds nothing. The name is looked for from there, a few lines at most.
+    definition request finds nothing. The name is looked for from there, a few lines at most; on the
+    first line also before it: tsserver's selection of an assigned arrow function
+    (``inst._zod.parse = (payload) => ...``) starts at its ``(``, after the name, and a candidate id
+    resolved there found no references (issue 20 item 6).
     """
     start = entry.selection_range["start"]
     line = start["line"]
     index = document.column_index(line, start["character"], encoding)
-    if document.line(line).startswith(entry.name, index):
+    text = document.line(line)
+    if text.startswith(entry.name, index):
         return line, index
+    found = _word_index(text, entry.name, index)
+    if found < 0:
+        found = _word_rindex(text, entry.name, index)
+    if found >= 0:
+        return line, found
     last = min(entry.end_line, line + _NAME_SEARCH_LINES - 1, document.line_count - 1)
-    for number in range(line, last + 1):
-        text = document.line(number)
-        found = _word_index(text, entry.name, index if number == line else 0)
+    for number in range(line + 1, last + 1):
+        found = _word_index(document.line(number), entry.name, 0)
         if found >= 0:
             return number, found
     return line, index
 
 
+def _whole_word(text: str, word: str, position: int) -> bool:
+    before = text[position - 1] if position else " "
+    after_index = position + len(word)
+    after = text[after_index] if after_index < len(text) else " "
+    return not (before.isalnum() or before == "_") and not (after.isalnum() or after == "_")
+
+
 def _word_index(text: str, word: str, start: int) -> int:
+    """The first whole-word occurrence of ``word`` in ``text`` from ``start``, or -1."""
     position = text.find(word, start)
     while position >= 0:
-        before = text[position - 1] if position else " "
-        after_index = position + len(word)
-        after = text[after_index] if after_index < len(text) else " "
-        if not (before.isalnum() or before == "_") and not (after.isalnum() or after == "_"):
+        if _whole_word(text, word, position):
             return position
         position = text.find(word, position + 1)
+    return -1
+
+
+def _word_rindex(text: str, word: str, end: int) -> int:
+    """The last whole-word occurrence of ``word`` in ``text`` starting before ``end``, or -1."""
+    position = text.rfind(word, 0, end + len(word) - 1) if end > 0 else -1
+    while position >= 0:
+        if _whole_word(text, word, position):
+            return position
+        position = text.rfind(word, 0, position + len(word) - 1) if position > 0 else -1
     return -1
 
 
@@ -547,3 +570,53 @@ def _resolved(
         confidence=confidence,
         symbol=entry,
     )
+
+
+#: Class-like symbol kinds (LSP SymbolKind Class, Interface, Struct) whose bases may hold a member.
+_CLASS_KINDS: Final = frozenset({5, 11, 23})
+#: Words of a class header that never name a base.
+_HEADER_WORDS: Final = frozenset(
+    {"class", "interface", "struct", "extends", "implements", "export", "default", "abstract", "declare",
+     "metaclass", "object", "public", "private", "protected", "final", "open", "data", "sealed"}
+)  # fmt: skip
+_IDENTIFIER: Final = re.compile(r"[A-Za-z_$][\w$]*")
+#: Lines of a class header read at most for its bases.
+_HEADER_LINES: Final = 5
+
+
+def member_of_class(query: str, symbols: Sequence[SymbolEntry]) -> tuple[SymbolEntry, str] | None:
+    """``(the class, the member's name)`` when ``query`` is ``Class.member`` and the document has that
+    class but no such member: the member may be inherited (issue 20 item 8: ``Group.invoke`` is
+    ``MultiCommand.invoke``)."""
+    owner, dot, member = query.rpartition(".")
+    if not dot or not owner or not member or "@" in query:
+        return None
+    classes = [e for e in match_symbols(symbols, owner) if e.kind in _CLASS_KINDS]
+    return (classes[0], member) if len(classes) == 1 else None
+
+
+def base_anchors(entry: SymbolEntry, document: Document, encoding: PositionEncoding) -> list[tuple[int, int]]:
+    """0-based ``(line, code-point index)`` of each name in a class's header after its own name, up to
+    its body (``:`` or ``{``): the bases a definition request can follow (``class Group(MultiCommand):``,
+    ``class A extends B implements C {``). Keywords and the class's own name are left out."""
+    line, index = _name_start(entry, document, encoding)
+    anchors: list[tuple[int, int]] = []
+    start = index + len(entry.name)
+    for number in range(line, min(line + _HEADER_LINES, document.line_count)):
+        text = document.line(number)
+        segment = text[start if number == line else 0 :]
+        offset = start if number == line else 0
+        end = len(segment)
+        for stop in (":", "{"):
+            found = segment.find(stop)
+            if found >= 0:
+                end = min(end, found)
+        for match in _IDENTIFIER.finditer(segment[:end]):
+            word = match.group(0)
+            following = segment[match.end() : match.end() + 1]
+            if word in _HEADER_WORDS or word == entry.name or following == "=":
+                continue  # metaclass=Meta: a keyword argument, not a base
+            anchors.append((number, offset + match.start()))
+        if end < len(segment):
+            break
+    return anchors

@@ -11,17 +11,20 @@ modules. Each result carries a ``provider`` block (status, duration, attempts, w
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 import os
 import stat
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, Final
 
-from kandev_lsp.intel.errors import IntelError
+from kandev_lsp.intel.errors import IntelError, SymbolNotFound
 from kandev_lsp.intel.files.text import Document, StampedTexts, TextCache
 from kandev_lsp.intel.files.workspace import WorkspaceFile
 from kandev_lsp.intel.reading import tsserver
+from kandev_lsp.intel.reading.baselines import MAX_BASELINES, Baseline, Baselines
+from kandev_lsp.intel.reading.deltas import diagnostics_delta
 from kandev_lsp.intel.reading.freshness import Freshness, Publication, file_freshness
 from kandev_lsp.intel.reading.graph import GraphBudgets, traverse
 from kandev_lsp.intel.reading.hints import inlay_hints, request_range
@@ -29,9 +32,21 @@ from kandev_lsp.intel.reading.hover import hover_text
 from kandev_lsp.intel.reading.outline import document_outline, workspace_symbols
 from kandev_lsp.intel.reading.output import LocationOptions, build_locations, locate
 from kandev_lsp.intel.reading.snapshots import FileDiagnostics, diagnostic_snapshot
-from kandev_lsp.intel.reading.symbols import SymbolTree, SymbolTrees, enclosing_symbol
-from kandev_lsp.intel.reading.targets import ResolvedTarget, Target, resolve_target
-from kandev_lsp.intel.runtime.executor import Deadline, ProviderResult, ProviderUnavailable, run_provider
+from kandev_lsp.intel.reading.symbols import SymbolEntry, SymbolTree, SymbolTrees, enclosing_symbol
+from kandev_lsp.intel.reading.targets import (
+    ResolvedTarget,
+    Target,
+    base_anchors,
+    member_of_class,
+    resolve_target,
+)
+from kandev_lsp.intel.runtime.executor import (
+    Deadline,
+    ProviderResult,
+    ProviderUnavailable,
+    ProviderUnsupported,
+    run_provider,
+)
 from kandev_lsp.intel.runtime.notices import apply_notice
 from kandev_lsp.intel.runtime.pathmemo import PlacedTargets
 from kandev_lsp.intel.runtime.pool import ManagedServer, ServerMissing, ServerPool
@@ -75,6 +90,14 @@ _SKIP_DIRS: Final = frozenset(
 )
 
 
+def _unavailable(error: ProviderUnavailable) -> dict[str, Any]:
+    """``ok: false`` for a read no server answered: ``unsupported`` when this server never will (it does
+    not offer the request: ask something else), ``unavailable`` when it is not ready (ask again), issue 20
+    item 7."""
+    status = "unsupported" if isinstance(error, ProviderUnsupported) else "unavailable"
+    return {"ok": False, "status": status, "error": error.message, **error.detail}
+
+
 class ProviderFailed(IntelError):
     """A server read ended ``timeout``, ``error``, ``cancelled`` or ``unavailable`` (B8.1)."""
 
@@ -101,6 +124,10 @@ class LspReadTools:
         self.opened: dict[tuple[int, str], float] = {}
         #: Target paths' checks and servers, trusted again while the server's disk watch vouches for them.
         self.targets: PlacedTargets[ManagedServer] = PlacedTargets(self.workspace)
+        #: Diagnostics baselines handed out by code_diagnostics (``since``, issue 20 item 11).
+        self.baselines = Baselines()
+        #: One source file per language found in each root (workspace symbols start their servers).
+        self._languages: dict[str, list[str]] = {}
 
     # -- shared steps --------------------------------------------------------------------------------------
     async def _ask(
@@ -231,7 +258,75 @@ class LspReadTools:
         symbols = None
         if target.symbol is not None:
             symbols = (await self._symbols(server, document, deadline, ctx)).entries
-        return server, resolve_target(target, document, symbols, server.encoding, first_match=first_match)
+        try:
+            return server, resolve_target(target, document, symbols, server.encoding, first_match=first_match)
+        except SymbolNotFound:
+            if target.symbol is None or symbols is None:
+                raise
+            found = await self._inherited(server, document, symbols, target, first_match, deadline, ctx)
+            if found is None:
+                raise
+            return server, found
+
+    async def _inherited(
+        self,
+        server: ManagedServer,
+        document: Document,
+        symbols: Sequence[SymbolEntry],
+        target: Target,
+        first_match: bool,
+        deadline: Deadline,
+        ctx: IntelContext,
+        depth: int = 0,
+    ) -> ResolvedTarget | None:
+        """``Class.member`` not in the document: the member as one of the class's bases declares it,
+        found by following the names of the class header with ``textDocument/definition`` (issue 20 item
+        8: ``Group.invoke`` in click is ``MultiCommand.invoke``), in this file or another one of the
+        workspace; bases of bases up to :data:`_BASE_DEPTH` levels. The resolved target names the base's
+        member (its ``qualifiedName`` and path say where it was found)."""
+        assert target.symbol is not None
+        found = member_of_class(target.symbol, symbols)
+        if found is None or depth >= _BASE_DEPTH:
+            return None
+        owner, member = found
+        lookup = server.uri_lookup(self.workspace)
+        for line, index in base_anchors(owner, document, server.encoding)[:_MAX_BASES]:
+            position = document.lsp_position(line, index, server.encoding)
+            result = await self._ask(
+                server,
+                "textDocument/definition",
+                {"textDocument": {"uri": document.file.uri}, "position": position},
+                deadline,
+                ctx,
+                warmup=False,
+            )
+            if not result.ok:
+                continue
+            for file, spans in locate(result.value, lookup).by_path.values():
+                base_document = document if file.uri == document.file.uri else await server.sync(file)
+                base_symbols = (await self._symbols(server, base_document, deadline, ctx)).entries
+                base = enclosing_symbol(base_symbols, min(spans)[0]) if spans else None
+                if base is None or base.kind not in _CLASS_KIND_NUMBERS:
+                    continue
+                inherited = dataclasses.replace(
+                    target,
+                    path=file.display,
+                    root_id=file.root.id,
+                    symbol=f"{base.qualified_name}.{member}",
+                    line=None,
+                )
+                try:
+                    resolved = resolve_target(
+                        inherited, base_document, base_symbols, server.encoding, first_match=first_match
+                    )
+                    return dataclasses.replace(resolved, confidence="inherited")
+                except SymbolNotFound:
+                    deeper = await self._inherited(
+                        server, base_document, base_symbols, inherited, first_match, deadline, ctx, depth + 1
+                    )
+                    if deeper is not None:
+                        return deeper
+        return None
 
     def _add_scope(self, result: dict[str, Any], server: ManagedServer) -> None:
         """Say which project a search for uses covered when the workspace holds more than it.
@@ -280,7 +375,7 @@ class LspReadTools:
         except ServerMissing as missing:
             result = apply_notice(tool, {"ok": True, **empty}, missing.notice, empty=True)
         except ProviderUnavailable as error:
-            result = {"ok": False, "status": "unavailable", "error": error.message, **error.detail}
+            result = _unavailable(error)
         except (
             LspError,
             ConnectionError,
@@ -319,47 +414,91 @@ class LspReadTools:
                     **document_outline(tree.value, limit=args.limit, query=args.query, entries=tree.entries),
                 }
             assert args.query is not None
-            servers = await self._workspace_servers(deadline)
+            servers, skipped = await self._workspace_servers(deadline)
             answers: list[Any] = []
             for server in servers:
-                await server.wait_ready(deadline)
-                value, _ = await self._value(
-                    server, "workspace/symbol", {"query": args.query}, deadline, ctx, warmup=False
-                )
+                try:
+                    await server.wait_ready(deadline)
+                    value, _ = await self._value(
+                        server, "workspace/symbol", {"query": args.query}, deadline, ctx, warmup=False
+                    )
+                except (ProviderUnavailable, ProviderFailed) as error:
+                    if not skipped and server is servers[-1] and not answers:
+                        raise
+                    skipped[server.language.id] = getattr(error, "message", str(error))
+                    continue
                 if isinstance(value, list):
                     answers.extend(value)
-            return {
+            out = {
                 "query": args.query,
                 **workspace_symbols(answers, self.workspace, args.query, limit=args.limit),
+                "languages": sorted({s.language.id for s in servers} - skipped.keys()),
             }
+            if skipped:  # issue 20 item 9: a language whose server could not answer is named, never dropped
+                out["notSearched"] = [
+                    {"language": lang, "reason": why} for lang, why in sorted(skipped.items())
+                ]
+                out["notice"] = "not searched: " + "; ".join(
+                    f"{lang} ({why})" for lang, why in sorted(skipped.items())
+                )
+            return out
 
         empty = {"symbols": [], "totalFound": 0, "shown": 0, "truncated": False}
         return await self._guard("code_symbols", empty, body, ctx)
 
-    async def _workspace_servers(self, deadline: Deadline) -> list[ManagedServer]:
-        """The running servers, or, when none runs yet, one per language found in each root."""
-        if self.pool.servers:
-            return self.pool.servers
-        servers: list[ManagedServer] = []
+    async def _workspace_servers(self, deadline: Deadline) -> tuple[list[ManagedServer], dict[str, str]]:
+        """A server for every language found in the roots (started when none runs, B6.2), and the
+        languages that have none, with why (issue 20 item 9: only running servers were asked, so a
+        TypeScript match vanished once a Python call had started pyright)."""
+        servers: dict[int, ManagedServer] = {}
+        skipped: dict[str, str] = {}
         missing: ServerMissing | None = None
+        unavailable: ProviderUnavailable | None = None
         for root in self.workspace.roots:
-            seen: set[str] = set()
-            for path in await asyncio.to_thread(_source_files, root.path, self.pool, 200):
-                spec = self.pool.language_of(path)
-                if spec is None or spec.id in seen:
-                    continue
-                seen.add(spec.id)
+            for path in await self._language_files(root.path):
                 file = self.workspace.from_absolute(path)
+                spec = self.pool.language_of(path)
+                if spec is None:
+                    continue
                 try:
                     server = await self.pool.server_for(file, deadline)
                 except ServerMissing as error:
                     missing = error
+                    skipped[spec.id] = error.notice
                     continue
-                await server.sync(file)  # tsserver loads a project only for an open file
-                servers.append(server)
-        if not servers and missing is not None:
+                except ProviderUnavailable as error:
+                    unavailable = error
+                    skipped[spec.id] = error.message
+                    continue
+                if id(server) not in servers:
+                    await server.sync(file)  # tsserver loads a project only for an open file
+                    servers[id(server)] = server
+        found = list(servers.values())
+        for server in self.pool.servers:  # servers other calls started for projects the scan did not reach
+            if id(server) not in servers:
+                found.append(server)
+        if not found and unavailable is not None:
+            raise unavailable  # nothing could be searched: not ready yet, never an empty answer
+        if not found and missing is not None and len(skipped) == 1:
             raise missing
-        return servers
+        for server in found:
+            skipped.pop(server.language.id, None)
+        return found, skipped
+
+    async def _language_files(self, root: str) -> list[str]:
+        """One source file per language of ``root`` (the first of each, within the first 200 files),
+        found once per session and root."""
+        known = self._languages.get(root)
+        if known is None:
+            known = []
+            seen: set[str] = set()
+            for path in await asyncio.to_thread(_source_files, root, self.pool, 200):
+                spec = self.pool.language_of(path)
+                if spec is not None and spec.id not in seen:
+                    seen.add(spec.id)
+                    known.append(path)
+            self._languages[root] = known
+        return [path for path in known if os.path.isfile(path)]
 
     # -- code_navigate -------------------------------------------------------------------------------------
     async def navigate(self, args: NavigateArgs, ctx: IntelContext) -> dict[str, Any]:
@@ -373,7 +512,7 @@ class LspReadTools:
             asked, fallback = method, None
             if not server.offers(capability):
                 if args.kind != "declaration" or not server.offers("definitionProvider"):
-                    raise ProviderUnavailable(_unsupported_navigation(server, method, args.kind))
+                    raise ProviderUnsupported(_unsupported_navigation(server, method, args.kind))
                 # tsserver and gopls offer no declaration: their definition is where a name is declared.
                 asked, fallback = NAVIGATE_METHODS["definition"][0], "definition"
             value, meta = await self._value(server, asked, params, deadline, ctx)
@@ -435,7 +574,7 @@ class LspReadTools:
             server, resolved = await self._target(args.target, args.first_match, deadline, ctx)
             capability = "callHierarchyProvider" if calls else "typeHierarchyProvider"
             if not server.offers(capability):
-                raise ProviderUnavailable(_unsupported_hierarchy(server, prepare, args.kind))
+                raise ProviderUnsupported(_unsupported_hierarchy(server, prepare, args.kind))
             roots, meta = await self._value(
                 server,
                 prepare,
@@ -516,6 +655,17 @@ class LspReadTools:
                     f"{resolved.column}; point at a name (target.symbol, or target.matchText on the line)",
                     "target": resolved.to_json(),
                 }
+            span = hover.value.get("range") if isinstance(hover.value, dict) else None
+            if isinstance(span, dict):  # B6.10: the server's range of what the hover describes
+                ranges = resolved.document.model_ranges([span], server.encoding)
+                if ranges[0] is not None:
+                    line, column, end_line, end_column = ranges[0]
+                    shown["range"] = {
+                        "line": line,
+                        "column": column,
+                        "endLine": end_line,
+                        "endColumn": end_column,
+                    }
             return {"target": resolved.to_json(), **shown, "provider": hover.meta()}
 
         return await self._guard("code_hover", {"text": ""}, body, ctx)
@@ -554,71 +704,21 @@ class LspReadTools:
     # -- code_diagnostics ----------------------------------------------------------------------------------
     async def diagnostics(self, args: DiagnosticsArgs, ctx: IntelContext) -> dict[str, Any]:
         async def body(deadline: Deadline) -> dict[str, Any]:
-            if args.path is not None:
-                file, server, document = await self._prepare_path(args.path, args.root_id, deadline)
-                item = await self._file_diagnostics(server, document, deadline, ctx)
-                return diagnostic_snapshot(
-                    [item],
-                    scope="file",
-                    now=server.client.now(),
-                    encoding=server.encoding,
-                    severity=args.severity,
-                    limit=args.limit,
-                    quiet=QUIET,
+            baseline = self.baselines.find(args.since) if args.since is not None else None
+            if args.since is not None and baseline is None:
+                raise IntelError(
+                    f"no diagnostics baseline {args.since!r} in this session (the last {MAX_BASELINES} "
+                    "answers are kept): call code_diagnostics without since to take one, or since: 'last'",
+                    status="invalid",
                 )
-            root = self.workspace.root(args.root_id) if args.root_id is not None else None
-            roots = [root] if root is not None else list(self.workspace.roots)
-            activated = 0
-            eligible: int | None = None
-            if args.activate_workspace:
-                paths: list[str] = []
-                for each in roots:
-                    paths += await asyncio.to_thread(_source_files, each.path, self.pool, SCAN_LIMIT)
-                eligible = len(paths)
-                for path in paths[: args.activation_limit]:
-                    file = self.workspace.from_absolute(path)
-                    try:
-                        server = await self.pool.server_for(file, deadline)
-                    except ServerMissing:
-                        continue
-                    await server.sync(file)
-                    activated += 1
-                for server in self.pool.servers:
-                    await server.wait_ready(deadline)
-                await self._settle(self.pool.servers, deadline)
             items: list[FileDiagnostics] = []
-            now = time.monotonic()
-            encoding = None
-            for each in roots:
-                for server in self.pool.servers_of(each):
-                    await server.refresh()
-                    encoding = encoding or server.encoding
-                    now = server.client.now()
-                    for uri, entry in server.client.endpoint.diagnostics.snapshot().items():
-                        found = self.workspace.try_uri(uri)
-                        if not isinstance(found, WorkspaceFile):
-                            continue
-                        if root is not None and found.root.id != root.id:
-                            continue
-                        synced = server.documents.get(uri)
-                        text = synced.document if synced is not None else None
-                        version = server.client.endpoint.documents.current(uri)
-                        freshness = self.freshness(server, found, version, entry)
-                        items.append(FileDiagnostics(found, version, entry, text, freshness))
-            from kandev_lsp.lsp.positions import PositionEncoding
-
-            return diagnostic_snapshot(
-                items,
-                scope="root" if root is not None else "workspace",
-                now=now,
-                encoding=encoding or PositionEncoding.UTF16,
-                severity=args.severity,
-                limit=args.limit,
-                activated=activated,
-                eligible_files=eligible,
-                quiet=QUIET,
-                root_id=root.id if root is not None else None,
-            )
+            result = await self._snapshot(args, deadline, ctx, items)
+            compared: list[FileDiagnostics] = []
+            if baseline is not None:
+                compared = await self._changed_since(baseline, items, deadline, ctx)
+                result["delta"] = _delta(baseline, compared, asyncio.get_running_loop().time())
+            result["baselineId"] = self._take_baseline([*items, *compared]).id
+            return result
 
         empty = {
             "status": "published_workspace",
@@ -628,6 +728,138 @@ class LspReadTools:
             "truncated": False,
         }
         return await self._guard("code_diagnostics", empty, body, ctx)
+
+    async def _snapshot(
+        self, args: DiagnosticsArgs, deadline: Deadline, ctx: IntelContext, gathered: list[FileDiagnostics]
+    ) -> dict[str, Any]:
+        """The diagnostics snapshot of the call's scope; ``gathered`` gets the files it covered."""
+        if args.path is not None:
+            file, server, document = await self._prepare_path(args.path, args.root_id, deadline)
+            item = await self._file_diagnostics(server, document, deadline, ctx)
+            gathered.append(item)
+            return diagnostic_snapshot(
+                [item],
+                scope="file",
+                now=server.client.now(),
+                encoding=server.encoding,
+                severity=args.severity,
+                limit=args.limit,
+                quiet=QUIET,
+            )
+        root = self.workspace.root(args.root_id) if args.root_id is not None else None
+        roots = [root] if root is not None else list(self.workspace.roots)
+        activated = 0
+        eligible: int | None = None
+        if args.activate_workspace:
+            paths: list[str] = []
+            for each in roots:
+                paths += await asyncio.to_thread(_source_files, each.path, self.pool, SCAN_LIMIT)
+            eligible = len(paths)
+            for path in paths[: args.activation_limit]:
+                file = self.workspace.from_absolute(path)
+                try:
+                    server = await self.pool.server_for(file, deadline)
+                except ServerMissing:
+                    continue
+                await server.sync(file)
+                activated += 1
+            for server in self.pool.servers:
+                await server.wait_ready(deadline)
+            await self._settle(self.pool.servers, deadline)
+        items: list[FileDiagnostics] = []
+        now = time.monotonic()
+        encoding = None
+        for each in roots:
+            for server in self.pool.servers_of(each):
+                await server.refresh()
+                encoding = encoding or server.encoding
+                now = server.client.now()
+                for uri, entry in server.client.endpoint.diagnostics.snapshot().items():
+                    found = self.workspace.try_uri(uri)
+                    if not isinstance(found, WorkspaceFile):
+                        continue
+                    if root is not None and found.root.id != root.id:
+                        continue
+                    synced = server.documents.get(uri)
+                    text = synced.document if synced is not None else None
+                    version = server.client.endpoint.documents.current(uri)
+                    freshness = self.freshness(server, found, version, entry)
+                    items.append(FileDiagnostics(found, version, entry, text, freshness))
+        from kandev_lsp.lsp.positions import PositionEncoding
+
+        gathered.extend(items)
+        return diagnostic_snapshot(
+            items,
+            scope="root" if root is not None else "workspace",
+            now=now,
+            encoding=encoding or PositionEncoding.UTF16,
+            severity=args.severity,
+            limit=args.limit,
+            activated=activated,
+            eligible_files=eligible,
+            quiet=QUIET,
+            root_id=root.id if root is not None else None,
+        )
+
+    async def _changed_since(
+        self, baseline: Baseline, scope: list[FileDiagnostics], deadline: Deadline, ctx: IntelContext
+    ) -> list[FileDiagnostics]:
+        """The current diagnostics of the files to compare with ``baseline``: the call's open files, those
+        changed since (any server's ledger), those the servers published for since (re-checked
+        dependents), and those the baseline held; each awaited by the freshness rule within the
+        deadline (a workspace read's own snapshot does not wait)."""
+        files: dict[str, WorkspaceFile] = {}
+
+        def add(found: WorkspaceFile | IntelError) -> None:
+            if isinstance(found, WorkspaceFile) and len(files) < MAX_DELTA_FILES:
+                files.setdefault(found.display, found)
+
+        for item in scope:
+            if item.document_version is not None:
+                add(item.file)
+
+        for server in self.pool.servers:
+            for change in server.ledger.since(baseline.at):
+                add(self.workspace.try_uri(change.uri))
+            for uri, entry in server.client.endpoint.diagnostics.snapshot().items():
+                if entry.received_at > baseline.at:
+                    add(self.workspace.try_uri(uri))
+        for path in baseline.problems:
+            try:
+                add(self.workspace.resolve(path))
+            except IntelError:
+                continue  # gone, or no longer inside the workspace: left out, never "all resolved"
+
+        async def current(file: WorkspaceFile) -> FileDiagnostics | None:
+            if not os.path.isfile(file.absolute):  # deleted since: nothing of it is left
+                gone = _Pulled(None, (), asyncio.get_running_loop().time())
+                return FileDiagnostics(file, None, gone, None, Freshness("current"))
+            try:
+                server = await self.pool.server_for(file, deadline)
+                document = await server.sync(file)
+                return await self._file_diagnostics(server, document, deadline, ctx)
+            except (ServerMissing, ProviderUnavailable, IntelError, LspError, ConnectionError):
+                return None
+
+        found = await asyncio.gather(*(current(file) for file in files.values()))
+        return [item for item in found if item is not None]
+
+    def _take_baseline(self, items: list[FileDiagnostics]) -> Baseline:
+        """Record this answer's diagnostics (and every other file's whose freshness is final) as a
+        baseline for a later ``since``."""
+        problems: dict[str, list[Any]] = {}
+        for server in self.pool.servers:
+            for uri, entry in server.client.endpoint.diagnostics.snapshot().items():
+                found = self.workspace.try_uri(uri)
+                if not isinstance(found, WorkspaceFile) or tsserver.offers_pull(server.capabilities):
+                    continue  # typescript-language-server's publications are not final: only pulls count
+                version = server.client.endpoint.documents.current(uri)
+                if self.freshness(server, found, version, entry).final:
+                    problems[found.display] = list(entry.diagnostics)
+        for item in items:
+            if item.publication is not None and (item.freshness is None or item.freshness.final):
+                problems[item.file.display] = list(item.publication.diagnostics)
+        return self.baselines.record(asyncio.get_running_loop().time(), problems)
 
     async def _file_diagnostics(
         self,
@@ -737,6 +969,37 @@ class LspReadTools:
             ):
                 return
             await asyncio.sleep(POLL)
+
+
+#: Bases of a class followed at most, and how many levels up, for an inherited member (issue 20 item 8).
+_MAX_BASES: Final = 4
+_BASE_DEPTH: Final = 3
+_CLASS_KIND_NUMBERS: Final = frozenset({5, 11, 23})
+#: Files a ``since`` delta compares at most besides the call's scope.
+MAX_DELTA_FILES: Final = 100
+
+
+def _delta(baseline: Baseline, items: list[FileDiagnostics], now: float) -> dict[str, Any]:
+    """``code_diagnostics``' ``delta``: introduced / resolved / persisting since ``baseline`` over the
+    compared files with a publication (a file still pending is left out, never "all resolved"), how
+    fresh their "after" side is (the least fresh decides), and which baseline it was."""
+    after = {
+        item.file.display: list(item.publication.diagnostics)
+        for item in items
+        if item.publication is not None
+    }
+    states = [item.freshness.state if item.freshness is not None else "current" for item in items]
+    if any(state not in ("current", "quiet") for state in states):
+        status = "settling"
+    else:
+        status = "quiet" if "quiet" in states else "current"
+    return {
+        "since": baseline.id,
+        "ageSeconds": round(max(0.0, now - baseline.at), 1),
+        "status": status,
+        **diagnostics_delta(baseline.problems, after),
+        "files": len(after),
+    }
 
 
 #: Open times kept for the warm-up window (the oldest go first; they matter for seconds only).

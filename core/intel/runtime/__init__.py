@@ -10,5 +10,6 @@
 * :mod:`~kandev_lsp.intel.runtime.watchers`: which of those a server's ``didChangeWatchedFiles``
   registrations and ``fileOperations`` filters ask for;
 * :mod:`~kandev_lsp.intel.runtime.pathmemo`: path checks remembered while the watch vouches for them;
-* :mod:`~kandev_lsp.intel.runtime.notices`: actionable notices for a language without a server (B8.9-B8.10).
+* :mod:`~kandev_lsp.intel.runtime.notices`: actionable notices for a language without a server (B8.9-B8.10);
+* :mod:`~kandev_lsp.intel.runtime.ledger`: what each server was sent, and since when it has it (a fence).
 """

@@ -78,6 +78,9 @@ class Outcome(StrEnum):
     ERROR = "error"
     CANCELLED = "cancelled"
     UNAVAILABLE = "unavailable"
+    #: The server will never answer this: it does not offer the request (issue 20 item 7). Asking again
+    #: changes nothing, where ``unavailable`` (not ready yet, starting, installing, gone) is worth a retry.
+    UNSUPPORTED = "unsupported"
 
 
 class ProviderUnavailable(Exception):
@@ -90,6 +93,11 @@ class ProviderUnavailable(Exception):
         super().__init__(message)
         self.message = message
         self.detail = detail
+
+
+class ProviderUnsupported(ProviderUnavailable):
+    """Raised when the server does not offer what was asked (its capabilities, or a MethodNotFound
+    answer): never available from it, so the result is ``unsupported``, not ``unavailable``."""
 
 
 class Deadline:
@@ -358,7 +366,8 @@ async def run_provider(
         elif isinstance(error, TimeoutError):
             result = finish(Outcome.TIMEOUT, error=timeout_message(deadline.seconds))
         elif isinstance(error, ProviderUnavailable):
-            result = finish(Outcome.UNAVAILABLE, error=error.message, detail=dict(error.detail))
+            outcome = Outcome.UNSUPPORTED if isinstance(error, ProviderUnsupported) else Outcome.UNAVAILABLE
+            result = finish(outcome, error=error.message, detail=dict(error.detail))
         elif isinstance(error, ConnectionError | EOFError):
             result = finish(
                 Outcome.UNAVAILABLE, error=f"the server connection ended: {_error_message(error)}"
@@ -368,7 +377,7 @@ async def run_provider(
             message = _error_message(error)
             if code == METHOD_NOT_FOUND:
                 result = finish(
-                    Outcome.UNAVAILABLE, error=f"the server does not offer {label}", error_code=code
+                    Outcome.UNSUPPORTED, error=f"the server does not offer {label}", error_code=code
                 )
             elif code in policy.retry_codes:
                 transient = (code, message)

@@ -110,6 +110,10 @@ class ChangeLedger:
         """The last thing sent of ``uri`` (its open or its last change), if remembered."""
         return self._changes.get(uri)
 
+    def since(self, at: float) -> list[Change]:
+        """The program changes (not opens) sent after ``at``, oldest first."""
+        return [change for change in self._changes.values() if change.sent_at > at and not change.opened]
+
     def latest_other(self, uri: str) -> Change | None:
         """The latest change of another file than ``uri`` that alters the server's program (opens do
         not), if any: a publication of ``uri`` older than it may miss what that change broke."""

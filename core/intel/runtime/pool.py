@@ -778,7 +778,15 @@ class ServerPool:
         return None
 
     def project_root(self, file: WorkspaceFile, spec: LanguageSpec) -> str:
-        return _project_root(file.absolute, file.root.path, spec.root_markers) or file.root.path
+        """The project ``file`` belongs to for ``spec``'s server, the way an IDE user expects (issue 20
+        item 4): a nested project marker inside a project the outer server covers (``nested_projects``
+        ``"covered"``: pyright, tsserver) does not cut it off from the outer sources; a nested Go module
+        is its own project."""
+        covering = spec.nested_projects == "covered"
+        return (
+            _project_root(file.absolute, file.root.path, spec.root_markers, covering=covering)
+            or file.root.path
+        )
 
     def current(self, server: ManagedServer) -> bool:
         """Whether ``server`` is still the running server of its (project root, language), so a call may

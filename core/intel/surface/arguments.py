@@ -98,6 +98,8 @@ class DiagnosticsArgs:
     limit: int = DEFAULT_LIMIT
     activate_workspace: bool = False
     activation_limit: int = 50
+    #: A baseline id of an earlier answer, or "last": the answer adds the delta since it (item 11).
+    since: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -313,6 +315,7 @@ def _diagnostics(payload: Mapping[str, Any]) -> DiagnosticsArgs:
         _int(payload, "limit", DEFAULT_LIMIT),
         bool(payload.get("activateWorkspace", False)),
         _int(payload, "activationLimit", 50),
+        payload.get("since"),
     )
 
 

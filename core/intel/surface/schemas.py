@@ -272,6 +272,13 @@ TOOLS: Final[tuple[ToolSpec, ...]] = (
                     "default": 50,
                     "description": f"Most files to open with activateWorkspace (1-{MAX_ACTIVATION}).",
                 },
+                "since": {
+                    "type": "string",
+                    "minLength": 1,
+                    "description": "After editing with your own file tools: diagnostics introduced "
+                    "and resolved since an earlier answer's baselineId ('last': the previous answer), "
+                    "in the files changed since and those re-checked.",
+                },
             },
             [],
         ),

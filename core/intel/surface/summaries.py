@@ -48,11 +48,34 @@ def _count(result: Mapping[str, Any], key: str) -> int:
     return len(items) if isinstance(items, list) else 0
 
 
-def _shown(result: Mapping[str, Any]) -> str:
+def _shown(result: Mapping[str, Any], files_shown: int | None = None) -> str:
+    """`` (100 of 449 shown)``; with ``files_shown``, also how many of the result's files were left out
+    (`` (100 of 449 shown; 13 of 18 files not shown)``, issue 20 item 10)."""
     shown, total = result.get("shown"), result.get("totalFound")
     if result.get("truncated") and isinstance(shown, int) and isinstance(total, int):
+        all_files = result.get("totalFiles")
+        if files_shown is not None and isinstance(all_files, int) and all_files > files_shown:
+            return f" ({shown} of {total} shown; {all_files - files_shown} of {all_files} files not shown)"
         return f" ({shown} of {total} shown)"
     return " (truncated)" if result.get("truncated") else ""
+
+
+#: What ``omitted`` counts, as the summary names it.
+_WITHHELD: Final = {"outsideWorkspace": "outside the workspace", "nonFileUri": "not a file"}
+
+
+def _withheld(result: Mapping[str, Any], noun: str) -> str:
+    """`` · 1 definition outside the workspace withheld``: what the server answered and the result does
+    not show (B8.11), so an answer that withholds results says so (issue 20 item 4)."""
+    omitted = result.get("omitted")
+    if not isinstance(omitted, Mapping):
+        return ""
+    parts = [
+        f"{plural(count, noun)} {_WITHHELD.get(reason, reason)}"
+        for reason, count in omitted.items()
+        if isinstance(count, int) and count > 0
+    ]
+    return f" · {', '.join(parts)} withheld" if parts else ""
 
 
 def _first_line(text: str) -> str:
@@ -147,26 +170,31 @@ def summarize(tool: str, result: Mapping[str, Any]) -> str:
     notice = result.get("notice")
     if tool == "code_navigate":
         noun = _NAVIGATE_NOUNS.get(str(result.get("kind")), "location")
-        total = _count(result, "locations")
-        if total == 0:
-            return _first_line(str(notice)) if notice else f"no {noun}s"
-        files = result.get("files")
-        file_count = len(files) if isinstance(files, list) else 0
         if result.get("fallback") == "definition":  # a server without declarations answered definitions
             noun = "definition"
-            return f"{plural(total, noun)} · {plural(file_count, 'file')}{_shown(result)} (no declaration provider)"
-        return f"{plural(total, noun)} · {plural(file_count, 'file')}{_shown(result)}"
+        total = _count(result, "locations")
+        withheld = _withheld(result, noun)
+        if total == 0:
+            return _first_line(str(notice)) if notice else f"no {noun}s{withheld}"
+        files = result.get("files")
+        shown_files = len(files) if isinstance(files, list) else 0
+        all_files = result.get("totalFiles")
+        file_count = all_files if isinstance(all_files, int) and all_files >= shown_files else shown_files
+        line = f"{plural(total, noun)} · {plural(file_count, 'file')}{_shown(result, shown_files)}{withheld}"
+        if result.get("fallback") == "definition":
+            return f"{line} (no declaration provider)"
+        return line
     if tool == "code_hierarchy":
         noun = _HIERARCHY_NOUNS.get(str(result.get("kind")), "item")
         total = _count(result, "items")
         if total == 0:
-            return _first_line(str(notice)) if notice else f"no {noun}s"
-        return plural(total, noun) + _shown(result)
+            return _first_line(str(notice)) if notice else f"no {noun}s{_withheld(result, noun)}"
+        return plural(total, noun) + _shown(result) + _withheld(result, noun)
     if tool == "code_symbols":
         total = _count(result, "symbols")
         if total == 0:
-            return _first_line(str(notice)) if notice else "no symbols"
-        return plural(total, "symbol") + _shown(result)
+            return _first_line(str(notice)) if notice else f"no symbols{_withheld(result, 'symbol')}"
+        return plural(total, "symbol") + _shown(result) + _withheld(result, "symbol")
     if tool == "code_hover":
         return _one_line(str(result.get("text", ""))) or "no hover information"
     if tool == "code_diagnostics":
@@ -177,7 +205,18 @@ def summarize(tool: str, result: Mapping[str, Any]) -> str:
             plural(int(counts.get("warning", 0)), "warning"),
         ]
         parts += [plural(int(counts[key]), key) for key in ("info", "hint") if counts.get(key)]
-        return ", ".join(parts)
+        line = ", ".join(parts)
+        status = result.get("status")
+        if status in ("settling", "quiet"):  # not the server's confirmed word on the code on disk
+            line += f" ({status})"
+        delta = _mapping(result.get("delta"))
+        changed = _mapping(delta.get("counts"))
+        if delta:
+            line += (
+                f" · since {delta.get('since')}: {changed.get('introduced', 0)} introduced, "
+                f"{changed.get('resolved', 0)} resolved"
+            )
+        return line
     if tool == "code_inlay_hints":
         total = _count(result, "hints")
         if total == 0:
