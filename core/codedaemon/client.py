@@ -15,9 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import os
-import signal
 import socket
-import time
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
@@ -216,6 +214,9 @@ def stop_all(folder: str, roots: list[str], *, timeout: float) -> list[int]:
 def put_down(files: DaemonFiles, pid: int) -> None:
     """Kill a stalled daemon (SIGKILL; its servers die with it, the parent-death signal) and sweep up what it
     leaves, so the next call starts a new one. ``pid`` came from the kernel with the uid checked: ours."""
+    import signal  # here: a warm call never needs them
+    import time
+
     with contextlib.suppress(ProcessLookupError):
         os.kill(pid, signal.SIGKILL)
     deadline = time.monotonic() + PUT_DOWN_TIMEOUT

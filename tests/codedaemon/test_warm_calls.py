@@ -6,6 +6,7 @@ Each test's daemons and servers must be gone after it (``caller`` and ``tag`` fi
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import shutil
@@ -18,6 +19,7 @@ from typing import Any
 import pytest
 from daemon_kit import REFERENCES, Caller, wait_until
 from kandev_lsp.codedaemon import client
+from kandev_lsp.process import reap_marked
 from stream_testkit import TAG_VARIABLE
 
 pytestmark = [pytest.mark.real_server, pytest.mark.network_registry, pytest.mark.timeout(300)]
@@ -269,3 +271,15 @@ def test_a_stalled_daemon_is_killed_and_replaced(caller: Caller) -> None:
     assert client.stop_all(str(caller.runtime), [str(caller.workspace)], timeout=2.0) == [successor]
     wait_until(lambda: not caller.daemons() and not caller.servers(), timeout=30, what="the stalled daemon")
     assert caller.sockets() == []
+
+
+def test_a_daemon_started_inside_an_owned_tree_goes_when_that_tree_is_stopped(caller: Caller) -> None:
+    """An agent that kandev-lsp started (and so marked) runs ``kandev-lsp code``: the daemon and its
+    servers carry the agent's owner token, so stopping the agent's tree sweeps them too."""
+    caller.env["KANDEV_LSP_OWNER"] = "outer-owner"
+    assert caller.call("code_navigate", REFERENCES)[0] == 0
+    tree = set(caller.daemons() + caller.servers())
+    assert len(tree) == 2
+    killed = asyncio.run(reap_marked(["outer-owner"]))  # what the outer owner's stop does
+    assert tree <= set(killed)
+    wait_until(lambda: not caller.daemons() and not caller.servers(), timeout=30, what="the swept tree")
