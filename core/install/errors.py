@@ -90,8 +90,9 @@ class CacheUnavailableError(NoInstallerError):
     failure = "cache_unavailable"
 
 
-class ToolchainMissingError(InstallError):
-    """The toolchain an installer runs (npm, go) is not on the task's PATH."""
+class ToolchainMissingError(NoInstallerError):
+    """The toolchain an installer runs (npm and node, go) is not on the task's PATH: nothing can install
+    the server for this task, as the resolver says (``no_installer``: exit 11, close 4007)."""
 
 
 class VerificationError(InstallError):

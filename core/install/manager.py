@@ -34,7 +34,14 @@ from kandev_lsp.executables import managed_cache
 from kandev_lsp.fileprobe import LocalFileProbe, ProbeStatus
 from kandev_lsp.install.cache import ServerCache, cached_languages, remove_tree
 from kandev_lsp.install.context import InstallContext, Staged
-from kandev_lsp.install.errors import CacheUnavailableError, InstallCancelled, InstallError, NoInstallerError
+from kandev_lsp.install.errors import (
+    CacheUnavailableError,
+    InstallCancelled,
+    InstallError,
+    NoInstallerError,
+    ToolchainMissingError,
+)
+from kandev_lsp.install.installers import missing_toolchain
 from kandev_lsp.install.kinds import InstallOptions
 from kandev_lsp.install.locks import hold_file_lock
 from kandev_lsp.install.owners import InstallOwner, new_owner_token, record_owner, recorded_owners
@@ -192,6 +199,9 @@ class InstallManager:
                 f"cannot install the {spec.display_name} server: {cache.reason}. Or put the server on the "
                 "task's PATH, outside the workspace.",
             )
+        gap = missing_toolchain(spec, task.env, task.workspace, LocalFileProbe(task.host))
+        if gap is not None:  # what the resolver says too: refused before the lock, the staging, anything
+            raise ToolchainMissingError(spec.id, f"cannot install the {spec.display_name} server: {gap}")
         # The hook answers "installable unattended"; for a release asset (plan_install found one for this
         # host), a digest source the user gives settles the one thing the default answer cannot know.
         user_digest = plan.asset is not None and (

@@ -330,3 +330,11 @@ def test_resolve_go_without_go_on_the_task_path_promises_no_install(tmp_path: Pa
     data = json.loads(result.stdout)
     assert (result.returncode, data["reason"], data["installable"]) == (11, "no_installer", False)
     assert "go was not found on the task's PATH" in data["message"] and "install go`" not in data["message"]
+
+
+def test_install_without_the_installers_toolchain_refuses_as_resolve_does(tmp_path: Path) -> None:
+    result = cli("install", "go", "--json", "--env", "PATH=", "--env", f"HOME={tmp_path}")
+    data = json.loads(result.stdout)
+    assert (result.returncode, data["status"]) == (11, "no_installer")
+    assert "go was not found on the task's PATH" in data["error"]
+    assert not (tmp_path / ".kandev").exists()  # refused before the lock: nothing was created
