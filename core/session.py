@@ -43,6 +43,7 @@ from collections.abc import AsyncGenerator, Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Final, Protocol
 
 from kandev_lsp._values import dataclass
+from kandev_lsp.configuration import merge_settings
 from kandev_lsp.errors import KandevLspError
 from kandev_lsp.language import LanguageSpec
 from kandev_lsp.protocol import DEFAULT_LIMITS, NEED_DATA, FrameDecoder, FrameLimits, encode_header
@@ -531,6 +532,7 @@ class ServerSession:
         self._settings_file = settings
         self._answerer = ConfigurationAnswerer(plugins, language)
         self._defaults = plugins.default_settings(language)
+        self._settings_override: dict[str, Any] | None = None  # use_settings(): the stream client's
         self._settings = self._read_settings()
         self._inspect_client = True
         self._initialize_id: int | str | None = None
@@ -643,8 +645,20 @@ class ServerSession:
         return dict(self._settings)
 
     def _read_settings(self) -> dict[str, Any]:
+        if self._settings_override is not None:  # the stream client's, in place of the file's
+            return merge_settings(self._defaults, self._settings_override)
         user = self._settings_file.current()[0] if self._settings_file else UserSettings()
         return language_settings(self._defaults, user, self.language.id)
+
+    def use_settings(self, settings: Mapping[str, Any] | None) -> bool:
+        """The stream client's settings request (the broker's settings frame): ``settings`` is this
+        language's configuration to use from now on in place of the settings file's (a lease owner's,
+        K14.9; the plugin's defaults still underneath), ``None`` re-reads the settings file now (K14.11).
+        Returns whether the server's settings changed; an initialized server was then sent
+        ``workspace/didChangeConfiguration`` before this returns."""
+        if settings is not None:
+            self._settings_override = dict(settings)
+        return self.refresh_settings()
 
     def refresh_settings(self) -> bool:
         """Re-read the settings; when this language's changed, tell an initialized server. Cheap (a stat).

@@ -25,6 +25,7 @@ book's actions:
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextlib
 import json
 import logging
@@ -68,12 +69,13 @@ from kandev_lsp.broker.leases import (
     StartUpstream,
 )
 from kandev_lsp.broker.logs import log_transitions
-from kandev_lsp.broker.peer import ConfigurationAnswerer, LeasePeer, PeerOutput
+from kandev_lsp.broker.owner_settings import OwnerSettings
+from kandev_lsp.broker.peer import LeasePeer, PeerOutput
 from kandev_lsp.broker.requests import DEFAULT_REQUEST_TIMEOUT, RequestBounds
 from kandev_lsp.broker.upstream import UpstreamOptions, connect_upstream
 from kandev_lsp.protocol.jsonrpc import notification
 from kandev_lsp.session import log_event
-from kandev_lsp.stream.contract import stop_frame
+from kandev_lsp.stream.contract import settings_frame, stop_frame
 from kandev_lsp.stream.websocket import close_within, closed_by
 from websockets.asyncio.client import ClientConnection
 from websockets.asyncio.server import ServerConnection
@@ -125,8 +127,14 @@ class LeaseModeConfig:
         ping_interval: float | None = 20.0,
         close_timeout: float = 5.0,
         request_timeout: float = DEFAULT_REQUEST_TIMEOUT,
+        settings_poll_interval: float = 0.25,
+        settings_timeout: float = 2.0,
     ) -> None:
         self.request_timeout = request_timeout
+        #: How often the owners' settings are checked for a save (0: only ``settings_changed()``).
+        self.settings_poll_interval = settings_poll_interval
+        #: How long a resumed ``ready`` waits for serve to confirm the latest settings.
+        self.settings_timeout = settings_timeout
         self.write_timeout = write_timeout
         self.connect_timeout = connect_timeout
         self.shutdown_timeout = shutdown_timeout
@@ -200,11 +208,19 @@ class _Attachment:
 class _Lease:
     """The I/O side of one lease: its upstream, its peer, its attached client."""
 
-    def __init__(self, lease_id: str, execution: Execution, query: BrokerQuery, peer: LeasePeer) -> None:
+    def __init__(
+        self, lease_id: str, execution: Execution, query: BrokerQuery, peer: LeasePeer, owner: str = ""
+    ) -> None:
         self.lease_id = lease_id
         self.execution = execution
         self.query = query
         self.peer = peer
+        self.owner = owner
+        #: The control frames this lease's serve acts on (its ready frame's ``controls``).
+        self.controls: frozenset[str] = frozenset()
+        #: The owner's settings last sent to serve; the acks serve owes, oldest first.
+        self.pushed: dict[str, Any] | None = None
+        self.settings_acks: collections.deque[asyncio.Future[bool]] = collections.deque()
         self.upstream: ClientConnection | None = None
         self.ready: dict[str, Any] | None = None  # serve's ready frame
         self.ready_event = asyncio.Event()
@@ -227,8 +243,9 @@ class _Lease:
 class LeaseMode:
     """Every lease of one broker, with their upstreams and clients.
 
-    :param configuration: builds a lease's ``workspace/configuration`` answerer for a caller's owner and
-        language (K14.8, K14.9).
+    :param owner_settings: each owner's latest persisted settings; the lease's serve gets its owner's in
+        the settings frame, and every change of them (K14.8-K14.10). Without it serve uses the task
+        host's settings file, which the broker asks it to re-read before a resumed ``ready`` (K14.11).
     """
 
     def __init__(
@@ -236,12 +253,13 @@ class LeaseMode:
         book: LeaseBook,
         config: LeaseModeConfig | None = None,
         *,
-        configuration: Callable[[str, str], ConfigurationAnswerer] | None = None,
+        owner_settings: OwnerSettings | None = None,
         suppressed_providers: SuppressedProviders | None = None,
     ) -> None:
         self.book = book
         self.config = config or LeaseModeConfig()
-        self._configuration = configuration
+        self._owner_settings = owner_settings
+        self._settings_watch: asyncio.Task[None] | None = None
         self._suppressed_providers = suppressed_providers
         self._leases: dict[str, _Lease] = {}
         self._timers: dict[str, asyncio.TimerHandle] = {}
@@ -289,16 +307,9 @@ class LeaseMode:
         if admission.outcome in (Outcome.CREATED, Outcome.QUEUED):
             assert admission.lease_id is not None
             bounds = RequestBounds(timeout=self.config.request_timeout)
-            peer = (
-                LeasePeer(
-                    clock=time.monotonic,
-                    configuration=self._configuration(owner, query.language),
-                    bounds=bounds,
-                )
-                if self._configuration is not None
-                else LeasePeer(clock=time.monotonic, bounds=bounds)
-            )
-            self._leases[admission.lease_id] = _Lease(admission.lease_id, execution, query, peer)
+            peer = LeasePeer(clock=time.monotonic, bounds=bounds)
+            self._leases[admission.lease_id] = _Lease(admission.lease_id, execution, query, peer, owner)
+            self._watch_settings()
         if admission.outcome is Outcome.QUEUED:
             assert admission.lease_id is not None
             self._waiting[admission.lease_id] = asyncio.get_running_loop().create_future()
@@ -353,6 +364,10 @@ class LeaseMode:
         held = await self._until_ready(lease, attachment)
         if held is None:
             return  # the client left during the install, or the lease ended (its close is on its way)
+        if lease.peer.initialize_params is not None:  # it resumes a running server
+            await self._reconcile_settings(lease)
+            if lease.ended.is_set() or attachment.closing is not None:
+                return
         lease.peer.attach(attachment.generation)
         # "Resumed" tells a client not to initialize again: true only once the server was asked to
         # initialize, not merely because the lease existed (a lease claimed during its install was not).
@@ -552,6 +567,12 @@ class LeaseMode:
                     if frame is not None:
                         if frame.get("status") == "ready":
                             lease.ready = frame
+                            controls = frame.get("controls")
+                            lease.controls = (
+                                frozenset(controls) if isinstance(controls, list) else frozenset()
+                            )
+                            # Before any client frame: the server is initialized with the owner's settings.
+                            self._push_owner_settings(lease, "start")
                             lease.ready_event.set()
                         elif lease.attachment is not None:
                             lease.attachment.send(
@@ -562,11 +583,20 @@ class LeaseMode:
                     message = json.loads(raw)
                 except ValueError:
                     continue
-                if isinstance(message, dict):
+                if (
+                    isinstance(message, dict)
+                    and message.get("ack") == "settings"
+                    and "jsonrpc" not in message
+                ):
+                    if lease.settings_acks:  # serve has the settings, and told the server (K14.11)
+                        lease.settings_acks.popleft().set_result(message.get("changed") is True)
+                elif isinstance(message, dict):
                     self._deliver(lease, lease.peer.from_server(message))
         except ConnectionClosed:
             pass
         finally:
+            for waiting in lease.settings_acks:
+                waiting.cancel()
             if lease.writer is not None:
                 lease.writer.cancel()
             upstream = lease.upstream
@@ -608,6 +638,82 @@ class LeaseMode:
                 # The client stopped reading: detach it (4009), never block the server (K15.10).
                 self._stalled(lease, attachment)
                 return
+
+    # --- settings (K14.8-K14.11) -----------------------------------------------------------------
+
+    def _push_settings(
+        self, lease: _Lease, settings: Mapping[str, Any] | None, why: str
+    ) -> asyncio.Future[bool]:
+        """serve's settings frame (``settings`` of the owner, or ``None``: re-read your file) on the
+        lease's ordered queue; the future is serve's ack."""
+        waiting: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
+        lease.settings_acks.append(waiting)
+        if settings is not None:
+            lease.pushed = dict(settings)
+        lease.outbox.put_nowait(settings_frame(settings))
+        log_event(
+            log,
+            "settings_pushed",
+            language=lease.query.language[:32],
+            why=why,
+            owner_scoped=int(settings is not None),
+        )
+        return waiting
+
+    def _push_owner_settings(self, lease: _Lease, why: str) -> asyncio.Future[bool] | None:
+        """Push the owner's settings when they differ from what serve has; None when nothing was sent."""
+        if self._owner_settings is None or "settings" not in lease.controls:
+            return None
+        fresh = dict(self._owner_settings.language_settings(lease.owner, lease.query.language))
+        if fresh == lease.pushed:
+            return None
+        return self._push_settings(lease, fresh, why)
+
+    async def _reconcile_settings(self, lease: _Lease) -> None:
+        """Before a resumed client's ``ready``: the server has the latest settings (K14.11). With owner
+        settings, the owner's (if they changed since the last push); else serve re-reads its file.
+        Bounded: a serve that does not ack in time delays ``ready`` by the bound, no more."""
+        if "settings" not in lease.controls or lease.ended.is_set():
+            return
+        if self._owner_settings is not None:
+            waiting = self._push_owner_settings(lease, "reconcile")
+            if waiting is None and lease.settings_acks:
+                waiting = lease.settings_acks[-1]  # a push already on its way: wait for that one
+        else:
+            waiting = self._push_settings(lease, None, "reconcile")
+        if waiting is None:
+            return
+        with contextlib.suppress(TimeoutError, asyncio.CancelledError):
+            async with asyncio.timeout(self.config.settings_timeout):
+                await asyncio.shield(waiting)
+
+    def _watch_settings(self) -> None:
+        if (
+            self._owner_settings is not None
+            and self._settings_watch is None
+            and self.config.settings_poll_interval > 0
+        ):
+            self._settings_watch = asyncio.get_running_loop().create_task(self._poll_settings())
+
+    async def _poll_settings(self) -> None:
+        """A save reaches every affected lease, attached or not (K14.10), within one poll."""
+        while True:
+            await asyncio.sleep(self.config.settings_poll_interval)
+            self.settings_changed()
+
+    def settings_changed(self, owner: str | None = None) -> int:
+        """Push the latest settings of ``owner`` (every owner: ``None``) to its ready leases whose settings
+        changed; how many were pushed. For an embedder that knows when its settings store saves."""
+        pushed = 0
+        for lease in list(self._leases.values()):
+            if lease.ready is None or lease.ended.is_set() or (owner is not None and lease.owner != owner):
+                continue
+            try:
+                if self._push_owner_settings(lease, "save") is not None:
+                    pushed += 1
+            except Exception:  # a settings store problem must not take the leases down
+                log.exception("event=owner_settings_failed")
+        return pushed
 
     def _arm_expiry(self, lease: _Lease) -> None:
         """Arm the lease's timer for its oldest pending request, unless one is armed (K15.5). A timer
@@ -707,6 +813,8 @@ class LeaseMode:
 
     async def aclose(self) -> None:
         """Close every lease (``backend_stop``) and wait for their upstreams (K12.21)."""
+        if self._settings_watch is not None:
+            self._settings_watch.cancel()
         self.perform(self.book.shutdown())
         for lease_id in list(self._timers):
             self._cancel_timer(lease_id)

@@ -48,7 +48,7 @@ from kandev_lsp.broker.leases import (
 from kandev_lsp.broker.listener import listener_connection
 from kandev_lsp.broker.metrics import CONTENT_TYPE, BrokerMetrics
 from kandev_lsp.broker.modes import BrokerMode
-from kandev_lsp.broker.peer import ConfigurationAnswerer
+from kandev_lsp.broker.owner_settings import OwnerSettings
 from kandev_lsp.broker.proxy_mode import ProxyConfig, ProxyMode
 from kandev_lsp.broker.requests import DEFAULT_REQUEST_TIMEOUT
 from kandev_lsp.broker.ticket_route import TicketRoute
@@ -105,6 +105,9 @@ class BrokerConfig:
     #: Lease mode: a client request the server has not answered in this long is cancelled toward the
     #: server (``$/cancelRequest``) and answered -32803 "request timed out" (K15.5).
     request_timeout: float = DEFAULT_REQUEST_TIMEOUT
+    #: Lease mode with owner settings: how often they are checked for a save (0: only on
+    #: ``BrokerServer.settings_changed``).
+    settings_poll_interval: float = 0.25
     #: Lease mode: how often a directory that can list its executions is checked for replaced or
     #: removed ones, whose leases then end with ``runtime_stop`` (K12.6).
     directory_poll_interval: float = 1.5
@@ -145,9 +148,9 @@ def _refuse(connection: ServerConnection, refusal: Refusal, **fields: object) ->
 class BrokerServer:
     """Serves ``/lsp/{sessionId}`` and ``/metrics``. Use ``async with BrokerServer(...) as broker``.
 
-    :param configuration: lease mode: builds the ``workspace/configuration`` answerer of a new lease from
-        the creating caller's ``owner`` (:class:`Caller`) and the language, so the owner's settings apply
-        (K14.8, K14.9). Without it the broker answers nulls (serve normally answers these itself).
+    :param owner_settings: lease mode: each owner's latest persisted settings; a lease's server runs with
+        the settings of the owner (:class:`Caller`) whose client created it, pushed to its serve at start
+        and on every change (K14.8-K14.10). Without it serve uses the task host's settings file.
     :param suppressed_providers: lease mode: the ready frame's ``suppressedProviders`` from a server's
         capabilities (:func:`~kandev_lsp.broker.lease_mode.plugin_suppressed_providers` over the loaded
         plugins, as ``kandev-lsp broker`` does). Without it they are ``[]``.
@@ -159,7 +162,7 @@ class BrokerServer:
         directory: ExecutionDirectory,
         authorizer: Authorizer,
         config: BrokerConfig | None = None,
-        configuration: Callable[[str, str], ConfigurationAnswerer] | None = None,
+        owner_settings: OwnerSettings | None = None,
         suppressed_providers: SuppressedProviders | None = None,
     ) -> None:
         self.config = config or BrokerConfig()
@@ -198,8 +201,9 @@ class BrokerServer:
                     ping_interval=self.config.ping_interval,
                     close_timeout=self.config.close_timeout,
                     request_timeout=self.config.request_timeout,
+                    settings_poll_interval=self.config.settings_poll_interval,
                 ),
-                configuration=configuration,
+                owner_settings=owner_settings,
                 suppressed_providers=suppressed_providers,
             )
         else:
@@ -248,6 +252,11 @@ class BrokerServer:
         ``execution``, attached clients with 4002, and return once their upstreams are closed (each
         serve then stops its server), bounded by the stop deadlines. Returns how many were closed."""
         return await self.mode.close_execution(execution, reason)
+
+    def settings_changed(self, owner: str | None = None) -> int:
+        """An embedder saved ``owner``'s settings (every owner's: ``None``): push them to the affected
+        leases now, attached or detached (K14.10), instead of at the next poll. How many were pushed."""
+        return self.leases.settings_changed(owner) if self.leases is not None else 0
 
     # Lifetime -----------------------------------------------------------------------------------------
     async def start(self) -> None:

@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from kandev_lsp.broker.auth import Authorizer
     from kandev_lsp.broker.directory import ExecutionDirectory
     from kandev_lsp.broker.lease_mode import SuppressedProviders
+    from kandev_lsp.broker.owner_settings import OwnerSettings
     from kandev_lsp.broker.route import BrokerConfig
     from kandev_lsp.stream.auth import StreamToken
 
@@ -67,6 +68,15 @@ def add_broker_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentPa
         help=(
             "with continuity on: how long a lease lives with no client attached before it ends "
             f"(detached_timeout) and its server is stopped (default: {DEFAULT_DETACH_TIMEOUT:g}, one hour)"
+        ),
+    )
+    parser.add_argument(
+        "--owner-settings",
+        metavar="DIR",
+        help=(
+            "with continuity on: each lease owner's settings, DIR/<owner>.json in the settings file's "
+            "format (the bearer token's owner is 'local'; a page ticket names its own); a lease's "
+            "server runs with its owner's and hears every save. Default: each task host's settings file"
         ),
     )
     parser.add_argument(
@@ -139,6 +149,11 @@ def run_broker(args: argparse.Namespace) -> int:
         detach_timeout=args.detach_timeout,
         claim_policy=ClaimPolicy(args.claim_policy),
     )
+    owner_settings = None
+    if args.owner_settings is not None:
+        from kandev_lsp.broker.owner_settings import SettingsDirectory
+
+        owner_settings = SettingsDirectory(args.owner_settings)
     suppressed = None
     if config.continuity:  # the ready frame's suppressedProviders, from the plugins' hook (K2.3)
         from kandev_lsp.broker.lease_mode import plugin_suppressed_providers
@@ -147,7 +162,9 @@ def run_broker(args: argparse.Namespace) -> int:
         suppressed = plugin_suppressed_providers(load_plugins())
     try:
         return asyncio.run(
-            broker_until_signalled(directory, BearerAuthorizer(token), token, config, suppressed)
+            broker_until_signalled(
+                directory, BearerAuthorizer(token), token, config, suppressed, owner_settings
+            )
         )
     except OSError as exc:
         print(f"kandev-lsp: cannot listen on {args.host}:{args.port}: {exc.strerror or exc}", file=sys.stderr)
@@ -160,6 +177,7 @@ async def broker_until_signalled(
     token: StreamToken,
     config: BrokerConfig,
     suppressed_providers: SuppressedProviders | None = None,
+    owner_settings: OwnerSettings | None = None,
 ) -> int:
     """Serve until SIGINT, SIGTERM or SIGHUP, then close every lease (``backend_stop``, K12.21) and
     every client; the listening line goes to stdout (see :mod:`kandev_lsp.cli.listening`)."""
@@ -176,6 +194,10 @@ async def broker_until_signalled(
         }
 
     server = BrokerServer(
-        directory=directory, authorizer=authorizer, config=config, suppressed_providers=suppressed_providers
+        directory=directory,
+        authorizer=authorizer,
+        config=config,
+        suppressed_providers=suppressed_providers,
+        owner_settings=owner_settings,
     )
     return await listen_until_signalled(server, describe, token)

@@ -270,7 +270,12 @@ class StreamConnection:
             await self._status(
                 contract.ready_frame(self.language, self.ctx.task.workspace, self.ctx.workspace_uri)
             )
-            channel = WebSocketChannel(self.ws, pending=pending, max_message=self.ctx.limits.max_message)
+            channel = WebSocketChannel(
+                self.ws,
+                pending=pending,
+                max_message=self.ctx.limits.max_message,
+                on_settings=session.use_settings,  # the settings frame (K14.9-K14.11)
+            )
             result = await bridge(session, channel)
             stopping = self.ctx.stopping  # what ended the bridge, not what happened while stopping it
             stop_asked = result.end is BridgeEnd.STOP_REQUESTED and not stopping

@@ -112,6 +112,52 @@ def stop_frame() -> str:
     return _frame({"control": "stop"})
 
 
+#: The largest settings frame looked at: one language's configuration, as ``lsp_server_configs`` holds it.
+MAX_SETTINGS_FRAME = 256 * 1024
+#: The control frames ``serve`` acts on, named in its ready frame (``controls``) so a client knows.
+CONTROLS = ("settings", "stop")
+
+
+@dataclass(frozen=True, slots=True)
+class SettingsRequest:
+    """A client's ``{"control":"settings"[,"settings":{...}]}``: ``settings`` is this language's
+    configuration, to use in place of the settings file's from now on (the broker's lease owner's,
+    K14.9); ``None`` asks to re-read the settings file now (K14.11)."""
+
+    settings: Mapping[str, Any] | None
+
+
+def settings_request(body: bytes) -> SettingsRequest | None:
+    """A client message as a settings request (pure), under the stop frame's rules: it starts with
+    ``{"control"``, is at most :data:`MAX_SETTINGS_FRAME` bytes, parses to ``"control": "settings"`` without
+    ``jsonrpc``, and its ``settings``, when present, is an object. Anything else is traffic (``None``)."""
+    if len(body) > MAX_SETTINGS_FRAME or not body.startswith(CONTROL_PREFIX):
+        return None
+    try:
+        data = json.loads(body)
+    except ValueError:
+        return None
+    if not isinstance(data, dict) or data.get("control") != "settings" or "jsonrpc" in data:
+        return None
+    settings = data.get("settings")
+    if settings is not None and not isinstance(settings, dict):
+        return None
+    return SettingsRequest(settings)
+
+
+def settings_frame(settings: Mapping[str, Any] | None = None) -> str:
+    """The settings request a stream client (the broker) sends."""
+    return _frame(
+        {"control": "settings"} if settings is None else {"control": "settings", "settings": settings}
+    )
+
+
+def settings_ack(changed: bool) -> str:
+    """serve's answer to a settings request, once ``workspace/didChangeConfiguration`` (if the server's
+    settings changed and it is initialized) is on its way to the server's stdin."""
+    return _frame({"ack": "settings", "changed": changed})
+
+
 class BadStreamRequest(ValueError):
     """The upgrade request's query is invalid; answered with HTTP 400 before the upgrade."""
 
@@ -197,5 +243,6 @@ def ready_frame(language: str, workspace_path: str, workspace_uri: str) -> str:
             "language": language,
             "workspacePath": workspace_path,
             "workspaceUri": workspace_uri,
+            "controls": list(CONTROLS),
         }
     )

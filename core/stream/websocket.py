@@ -22,11 +22,12 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import mmap
-from collections.abc import AsyncGenerator, Iterable
+from collections.abc import AsyncGenerator, Callable, Iterable, Mapping
+from typing import Any
 
 from kandev_lsp.protocol.errors import MalformedMessage, ReceivedFrameTooLarge, RemoteProtocolError
 from kandev_lsp.stream.bridge import ClientGone, StopRequested
-from kandev_lsp.stream.contract import CONTROL_PREFIX, is_stop_frame
+from kandev_lsp.stream.contract import CONTROL_PREFIX, is_stop_frame, settings_ack, settings_request
 from websockets.asyncio.connection import Connection
 from websockets.exceptions import ConnectionClosed
 from websockets.frames import CloseCode
@@ -127,20 +128,29 @@ class WebSocketChannel:
         ``docs/stream-contract.md``); they are delivered first, in order.
     :param max_message: the connection's ``max_size``, for the error raised when websockets refused a
         larger message.
+    :param on_settings: applies a settings request (``ServerSession.use_settings``) and says whether
+        the server's settings changed; the request is then answered with ``{"ack":"settings"}``.
     """
 
-    def __init__(self, websocket: Connection, *, pending: Iterable[bytes] = (), max_message: int) -> None:
+    def __init__(
+        self,
+        websocket: Connection,
+        *,
+        pending: Iterable[bytes] = (),
+        max_message: int,
+        on_settings: Callable[[Mapping[str, Any] | None], bool] | None = None,
+    ) -> None:
         self._ws = websocket
         self._pending = list(pending)
         self._max_message = max_message
+        self._on_settings = on_settings
 
     async def messages(self) -> AsyncGenerator[bytes, None]:
         pending, self._pending = self._pending, []
         for body in pending:
             check_utf8(body)
-            if body.startswith(CONTROL_PREFIX) and is_stop_frame(body):
-                raise StopRequested
-            yield body
+            if not (body.startswith(CONTROL_PREFIX) and await self._control(body)):
+                yield body
         while True:
             try:
                 body = await self._receive()
@@ -148,11 +158,22 @@ class WebSocketChannel:
                 self._closed(exc)
                 return
             check_utf8(body)
-            # The stream's one control frame (docs/stream-contract.md, "Control frames"); JSON-RPC
+            # The stream's control frames (docs/stream-contract.md, "Control frames"); JSON-RPC
             # traffic pays one startswith and is never parsed here.
-            if body.startswith(CONTROL_PREFIX) and is_stop_frame(body):
-                raise StopRequested
-            yield body
+            if not (body.startswith(CONTROL_PREFIX) and await self._control(body)):
+                yield body
+
+    async def _control(self, body: bytes) -> bool:
+        """Act on a control frame: True when ``body`` was one (it is not forwarded)."""
+        if is_stop_frame(body):
+            raise StopRequested
+        request = settings_request(body) if self._on_settings is not None else None
+        if request is None or self._on_settings is None:
+            return False
+        changed = self._on_settings(request.settings)
+        with contextlib.suppress(ClientGone):
+            await self.send(settings_ack(changed).encode("utf-8"))
+        return True
 
     async def _receive(self) -> bytes:
         fragments = self._ws.recv_streaming(decode=False)

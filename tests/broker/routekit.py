@@ -16,6 +16,7 @@ import pytest
 from kandev_lsp.broker.auth import BearerAuthorizer
 from kandev_lsp.broker.directory import DirectoryError, Execution
 from kandev_lsp.broker.lease_mode import SuppressedProviders
+from kandev_lsp.broker.owner_settings import OwnerSettings
 from kandev_lsp.broker.route import BrokerConfig, BrokerServer
 from kandev_lsp.host import PluginHost
 from kandev_lsp.session import BridgeLimits
@@ -89,7 +90,11 @@ def one_session(url: str) -> SpyDirectory:
 
 @contextlib.asynccontextmanager
 async def broker(
-    directory: Any, *, suppressed_providers: SuppressedProviders | None = None, **config: Any
+    directory: Any,
+    *,
+    suppressed_providers: SuppressedProviders | None = None,
+    owner_settings: OwnerSettings | None = None,
+    **config: Any,
 ) -> AsyncIterator[BrokerServer]:
     """A broker over ``directory``; ``config`` goes to its :class:`BrokerConfig`."""
     server = BrokerServer(
@@ -97,6 +102,7 @@ async def broker(
         authorizer=BearerAuthorizer(StreamToken(BROKER_TOKEN)),
         config=BrokerConfig(close_timeout=2.0, **config),
         suppressed_providers=suppressed_providers,
+        owner_settings=owner_settings,
     )
     async with server:
         yield server
@@ -181,14 +187,16 @@ async def metrics(server: BrokerServer) -> str:
 
 
 @contextlib.asynccontextmanager
-async def fake_upstream(behaviour: str) -> AsyncIterator[str]:
+async def fake_upstream(behaviour: str, record: list[dict[str, Any]] | None = None) -> AsyncIterator[str]:
     """A stand-in for serve, for faults a real one does not produce on demand. It sends ``ready``, then:
     ``drop`` drops the TCP connection after the first message (no close frame: 1006); a number closes
     with that code after the first message; ``lsp`` answers ``initialize`` and ``shutdown`` and closes
     with 1000 when it
     receives ``exit`` (a server that exits when asked); ``install`` is ``lsp`` after half a second of
     install frames, cancelled (1001) by any frame that arrives meanwhile, as serve does; ``flood`` is
-    ``lsp`` after 64 notifications of 1 MiB; ``deaf`` is ``lsp`` that never answers ``shutdown``."""
+    ``lsp`` after 64 notifications of 1 MiB; ``deaf`` is ``lsp`` that never answers ``shutdown``. Its
+    ready frame offers serve's control frames and the ``lsp`` kinds ack a settings frame as serve does;
+    every message they receive is appended to ``record``."""
 
     async def handler(ws: ServerConnection) -> None:
         if behaviour == "install":
@@ -199,7 +207,13 @@ async def fake_upstream(behaviour: str) -> AsyncIterator[str]:
                     await ws.close(1001, "going away")
                     return
             await ws.send(json.dumps({"status": "installed", "language": "go"}))
-        ready = {"status": "ready", "language": "go", "workspacePath": "/w", "workspaceUri": "file:///w"}
+        ready = {
+            "status": "ready",
+            "language": "go",
+            "workspacePath": "/w",
+            "workspaceUri": "file:///w",
+            "controls": ["settings", "stop"],
+        }
         await ws.send(json.dumps(ready))
         if behaviour == "flood":
             log = {"type": 3, "message": "x" * (1024 * 1024)}
@@ -208,6 +222,11 @@ async def fake_upstream(behaviour: str) -> AsyncIterator[str]:
         if behaviour in ("lsp", "install", "flood", "deaf"):
             async for raw in ws:
                 message = json.loads(raw)
+                if record is not None:
+                    record.append(message)
+                if message.get("control") == "settings":
+                    await ws.send(json.dumps({"ack": "settings", "changed": True}))
+                    continue
                 if message.get("method") == "exit":
                     await ws.close(1000, "")
                     return

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from kandev_lsp import hookimpl
+from kandev_lsp.broker.owner_settings import SettingsDirectory
 from kandev_lsp.discovery import Candidate
 from kandev_lsp.host import PluginHost
 from kandev_lsp.language import LanguageSpec, ManualInstall
@@ -173,5 +174,118 @@ def test_a_settings_change_while_detached_reaches_the_server_and_the_lease_resum
                 assert (await frame_with(ws, "ack"))["ok"] is True
                 assert await closed_with(ws) == (1000, "stopped")  # the ack's reason (item 11)
             assert processes_tagged(TAG, tag) == []
+
+    asyncio.run(scenario())
+
+
+def _setup(tmp_path: Path) -> tuple[Path, Path, PluginHost, SettingsFile]:
+    record = tmp_path / "received.jsonl"
+    settings_path = tmp_path / "settings.json"
+    plugins = PluginHost.load(environ={})
+    assert plugins.register(RecorderPlugin(recorder_executable(tmp_path / "bin")), "recorder")
+    write_settings(settings_path, {"lsp_server_configs": {LANGUAGE: {"gopls": {"staticcheck": False}}}})
+    return record, settings_path, plugins, SettingsFile(str(settings_path), known=plugins.languages())
+
+
+def _changes(record: Path) -> list[Any]:
+    return [m["params"] for m in received(record) if m.get("method") == "workspace/didChangeConfiguration"]
+
+
+_MARK = "kandev-test/after-ready"
+
+
+async def _first_thing_after_ready(ws: Any, record: Path) -> None:
+    """The resumed page's first message, and the server's record of it."""
+    await ws.send(json.dumps({"jsonrpc": "2.0", "method": _MARK, "params": {}}))
+    await until(lambda: _MARK in methods(record))
+
+
+def _before_the_page(record: Path) -> list[Any]:
+    """The settings changes the server got before the resumed page's first message."""
+    messages = received(record)
+    mark = next(i for i, m in enumerate(messages) if m.get("method") == _MARK)
+    return [m["params"] for m in messages[:mark] if m.get("method") == "workspace/didChangeConfiguration"]
+
+
+def test_a_reattach_right_after_a_save_gets_ready_only_once_the_server_has_the_new_settings(
+    tmp_path: Path, tag: str
+) -> None:
+    """Issue 18 item 8 (K14.11), the task host's settings file: serve polls it every 1.5 s (here 30 s,
+    so the poll can never be what helps); a reattach right after a save was told ready before the
+    server heard of it. Now the broker asks serve to re-read its settings and waits for the answer."""
+    record, settings_path, plugins, settings = _setup(tmp_path)
+
+    async def scenario() -> None:
+        async with (
+            real_serve(
+                tmp_path,
+                tag,
+                plugins=plugins,
+                settings=settings,
+                limits=BridgeLimits(settings_poll_interval=30.0),
+                env={"KANDEV_TEST_RECORD": str(record)},
+            ) as upstream,
+            broker(one_session(upstream.url), continuity=True) as server,
+        ):
+            async with client(server, f"/lsp/s1?language={LANGUAGE}") as ws:
+                first = await ready(ws)
+                await initialize(ws, first["workspaceUri"])
+                await until(lambda: "initialized" in methods(record))
+            write_settings(
+                settings_path, {"lsp_server_configs": {LANGUAGE: {"gopls": {"staticcheck": True}}}}
+            )
+            async with client(server, f"/lsp/s1?language={LANGUAGE}&lease={first['lease']}") as ws:
+                again = await ready(ws)
+                assert again["resumed"] is True
+                await _first_thing_after_ready(ws, record)
+                # the server had the new settings before anything the resumed page sent
+                assert _before_the_page(record) == [{"settings": {"gopls": {"staticcheck": True}}}]
+
+    asyncio.run(scenario())
+
+
+def test_owner_settings_are_pushed_on_save_to_a_detached_lease_and_reconciled_before_ready(
+    tmp_path: Path, tag: str
+) -> None:
+    """Issue 18 items 8-9 (K14.8-K14.11): with owner settings (``--owner-settings DIR``, here
+    ``SettingsDirectory``) the lease's server runs with its owner's, not the task host's file; a save
+    reaches it within a poll of the broker's, no client attached; a reattach right after a save gets
+    ready only once the server has them."""
+    record, _, plugins, settings = _setup(tmp_path)
+    owners = tmp_path / "owners"
+    owners.mkdir()
+    write_settings(owners / "local.json", {"lsp_server_configs": {LANGUAGE: {"gopls": {"hints": 1}}}})
+
+    async def scenario() -> None:
+        async with (
+            real_serve(
+                tmp_path,
+                tag,
+                plugins=plugins,
+                settings=settings,
+                limits=BridgeLimits(settings_poll_interval=30.0),
+                env={"KANDEV_TEST_RECORD": str(record)},
+            ) as upstream,
+            broker(
+                one_session(upstream.url), continuity=True, owner_settings=SettingsDirectory(owners)
+            ) as server,
+        ):
+            async with client(server, f"/lsp/s1?language={LANGUAGE}") as ws:
+                first = await ready(ws)
+                await initialize(ws, first["workspaceUri"])
+                await until(lambda: "initialized" in methods(record))
+            # The owner's settings, not the task host's file, answer the server's pulls.
+            write_settings(owners / "local.json", {"lsp_server_configs": {LANGUAGE: {"gopls": {"hints": 2}}}})
+            await until(lambda: _changes(record) == [{"settings": {"gopls": {"hints": 2}}}], timeout=10)
+            await until(lambda: "<answer pull-1>" in methods(record))
+            pulled = next(m for m in received(record) if m.get("id") == "pull-1" and "method" not in m)
+            assert pulled["result"] == [{"hints": 2}]  # the owner's value, not the file's staticcheck
+            assert "lsp_lease_detached 1.0" in await metrics(server)  # pushed with no client attached
+            # A save and, at once, a reattach: reconciled before ready.
+            write_settings(owners / "local.json", {"lsp_server_configs": {LANGUAGE: {"gopls": {"hints": 3}}}})
+            async with client(server, f"/lsp/s1?language={LANGUAGE}&lease={first['lease']}") as ws:
+                assert (await ready(ws))["resumed"] is True
+                await _first_thing_after_ready(ws, record)
+                assert _before_the_page(record)[-1] == {"settings": {"gopls": {"hints": 3}}}
 
     asyncio.run(scenario())

@@ -114,7 +114,24 @@ def test_status_frames_match_the_contract() -> None:
         "language": "go",
         "workspacePath": "/w",
         "workspaceUri": "file:///w",
+        "controls": ["settings", "stop"],  # the control frames serve acts on (issue 18 items 8-9)
     }
+
+
+def test_a_settings_request_is_recognised_like_the_stop_frame() -> None:
+    request = contract.settings_request
+    assert request(b'{"control":"settings"}') == contract.SettingsRequest(None)
+    assert request(b'{"control":"settings","settings":{"a":1}}') == contract.SettingsRequest({"a": 1})
+    assert request(contract.settings_frame({"b": [2]}).encode()) == contract.SettingsRequest({"b": [2]})
+    for body in (
+        b'{"control":"settings","settings":[1]}',  # not an object
+        b'{"control":"settings","jsonrpc":"2.0"}',  # JSON-RPC that mentions control
+        b' {"control":"settings"}',  # does not start with the prefix
+        b'{"control":"stop"}',
+        b'{"control":"settings","settings":{"x":"' + b"y" * contract.MAX_SETTINGS_FRAME + b'"}}',
+    ):
+        assert request(body) is None, body
+    assert json.loads(contract.settings_ack(True)) == {"ack": "settings", "changed": True}
 
 
 def test_close_codes_and_reasons() -> None:
