@@ -281,17 +281,20 @@ _MAPPED_CHECK = textwrap.dedent(
     libc.mallinfo2.restype = Info
     libc.mallopt(-3, 128 * 1024)  # glibc's default threshold, as a fresh process has it
 
-    def mapped_for(size):
+    def mapped_for(size, count=1):
+        # `count` blocks held at once: a free chunk the imports left on the heap may serve one of them
+        # without a mapping whatever the threshold, never all of them.
         before = libc.mallinfo2().hblks
-        block = bytearray(size)  # what asyncio's os.read(fd, 256 KiB) allocates before shrinking it
+        blocks = [bytearray(size) for _ in range(count)]  # asyncio's os.read(fd, 256 KiB) buffers
         after = libc.mallinfo2().hblks
-        del block
+        del blocks
         return after - before
 
     from kandev_lsp.session import _keep_reads_off_mmap
-    untuned = mapped_for(256 * 1024)
+    untuned = mapped_for(256 * 1024, 8)
     _keep_reads_off_mmap()
-    print(json.dumps({"untuned": untuned, "tuned": mapped_for(256 * 1024), "huge": mapped_for(8 << 20)}))
+    tuned = mapped_for(256 * 1024, 8)
+    print(json.dumps({"untuned": untuned, "tuned": tuned, "huge": mapped_for(8 << 20)}))
     """
 )
 
@@ -308,6 +311,6 @@ def test_a_read_buffer_comes_from_the_heap_not_a_fresh_mapping() -> None:
         [sys.executable, "-c", _MAPPED_CHECK], capture_output=True, text=True, timeout=60, check=True
     )
     figures = json.loads(result.stdout)
-    assert figures["untuned"] == 1  # the precondition: a fresh process maps it
+    assert figures["untuned"] >= 6  # the precondition: a fresh process maps them (bar a free chunk or two)
     assert figures["tuned"] == 0
     assert figures["huge"] == 1
