@@ -3,6 +3,9 @@
 Figures are ratios against baselines measured in the same run (these machines are noisy):
 * in-process: the time to resolve each language with a 40-entry PATH, and the same walk's raw cost of
   ``os.stat`` on every candidate path (the floor any resolver pays). Goal: under 1 ms per resolution.
+* managed cache: python resolved from an npm install in the managed cache (its ``.bin`` launcher read,
+  its receipt parsed, started as ``node script`` with the recorded node: issue 17 item 1) against the
+  same language found on the PATH, both with the same 40-entry PATH, same run.
 * cold CLI: ``kandev-lsp resolve LANG --json`` as a new process (the console script agentctl runs)
   against ``python -c pass`` from the same interpreter, rounds alternating, medians and [min-max] of
   each. Goal (issue 7 item 26): at most 3x the bare interpreter. Both run with bytecode caching on
@@ -56,6 +59,43 @@ def build_task(root: Path) -> Task:
     return Task(str(workspace), env)
 
 
+def build_cache_task(root: Path) -> Task:
+    """The same 40 PATH folders with only ``node`` in the last one; pyright installed by npm in the
+    managed cache (``current -> versions/<v>``, a ``.bin`` symlink to the package's script, a receipt
+    naming the script and the node npm ran with), laid out as the npm installer leaves it."""
+    import json
+
+    folders = [str(root / "cache-path" / f"bin{index:02d}") for index in range(40)]
+    for folder in folders:
+        Path(folder).mkdir(parents=True, exist_ok=True)
+    node = Path(folders[-1]) / "node"
+    node.write_text("#!/bin/sh\n")
+    node.chmod(0o755)
+    home = root / "cache-home"
+    language = home / ".kandev" / "lsp-servers" / "python"
+    version = language / "versions" / "1.1.414+bench"
+    script = version / "node_modules" / "pyright" / "langserver.index.js"
+    script.parent.mkdir(parents=True)
+    script.write_text("#!/usr/bin/env node\n")
+    script.chmod(0o755)
+    launcher = version / "node_modules" / ".bin" / "pyright-langserver"
+    launcher.parent.mkdir()
+    launcher.symlink_to(os.path.join("..", "pyright", "langserver.index.js"))
+    (language / "current").symlink_to(os.path.join("versions", version.name))
+    receipt = {
+        "schema": "kandev-lsp/install-receipt", "version": 1, "language": "python", "plugin": "python",
+        "pluginVersion": "0.1.0", "recipe": "npm", "serverVersion": "1.1.414", "packages": ["pyright@1.1.414"],
+        "identity": "npm pyright@1.1.414", "source": "npm registry", "sha256": None,
+        "executable": "node_modules/.bin/pyright-langserver", "installedAt": "2026-12-01T00:00:00Z",
+        "toolchain": {}, "interpreter": str(node), "script": "node_modules/pyright/langserver.index.js",
+    }  # fmt: skip
+    (version / "receipt.json").write_text(json.dumps(receipt))
+    env = TaskEnvironment.from_agent({"PATH": os.pathsep.join(folders), "HOME": str(home)}, base={})
+    workspace = root / "cache-workspace"
+    workspace.mkdir()
+    return Task(str(workspace), env)
+
+
 def per_call(call: Callable[[], object], repeat: int) -> float:
     best = float("inf")
     for _ in range(5):
@@ -87,6 +127,20 @@ def in_process(task: Task) -> None:
             f"{language:<12}{resolve_time * 1e3:>10.3f}ms{floor * 1e3:>12.3f}ms{resolve_time / floor:>7.1f}x"
             f"  {'yes' if resolution.found else 'no (' + str(resolution.reason) + ')'}"
         )
+
+
+def managed_cache(path_task: Task, cache_task: Task) -> None:
+    resolver = Resolver(PluginHost.load())
+    found = resolver.resolve("python", cache_task)
+    if not (found.found and found.source == "managed cache" and len(found.command) == 2):
+        raise SystemExit(f"bench set-up: python did not resolve to node + script from the cache: {found}")
+    on_path = per_call(lambda: resolver.resolve("python", path_task), 200)
+    in_cache = per_call(lambda: resolver.resolve("python", cache_task), 200)
+    print("\nManaged cache, npm launcher started as node + script (best of 5 x 200 calls)")
+    print(
+        f"python from the cache {in_cache * 1e3:.3f} ms   on the PATH {on_path * 1e3:.3f} ms   "
+        f"ratio {in_cache / on_path:.1f}x   (goal: under 1 ms)"
+    )
 
 
 HEAVY = (
@@ -157,7 +211,9 @@ def main() -> None:
     parser.add_argument("--compare", type=Path, help="another checkout whose `resolve` is measured too")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as root:
-        in_process(build_task(Path(root)))
+        path_task = build_task(Path(root))
+        in_process(path_task)
+        managed_cache(path_task, build_cache_task(Path(root)))
         cold_cli(args.rounds, args.compare, Path(root))
 
 
