@@ -1,7 +1,7 @@
 """Broker benchmark: what a lease costs and what it buys, against baselines measured in the same run.
 
-Run: ``.venv/bin/python bench/broker_bench.py`` (about a minute; ``--quick`` for a smoke run,
-``--rounds N`` for more or fewer rounds). Needs Debian's gopls at /usr/bin/gopls.
+Run: ``.venv/bin/python bench/broker_bench.py`` (about 75 s; ``--quick`` for a smoke run,
+``--rounds N`` for more or fewer rounds, ``--reloads N`` for the soak). Needs Debian's gopls at /usr/bin/gopls.
 
 Everything runs as the real processes a deployment runs: ``kandev-lsp serve`` (one task host, gopls on
 a tiny Go module) and ``kandev-lsp broker`` with browser continuity on, over 127.0.0.1 WebSockets.
@@ -18,9 +18,22 @@ a tiny Go module) and ``kandev-lsp broker`` with browser continuity on, over 127
 * **memory per idle lease**: the broker process's RSS growth with N detached leases (each with its
   upstream WebSocket and retained LSP state), and, for scale, the growth of serve's process tree (the
   warm gopls each lease keeps alive), divided by N; measured once, after a warm-up lease.
+* **first complete hover, reload vs cold page** (issue 18): what a page waits for, from connecting to
+  the first hover that answers with contents: a cold page (new lease: gopls starts, initializes, loads
+  the package) against a reloaded page (reattach by its hint, reopen the file, ``attachment-ready``, no
+  second initialize); ratio per round.
+* **soak: reloads with requests in flight** (issue 18): one lease, reloaded N times (200 by default).
+  Each reload reattaches, reopens a file with a type error, sends ``attachment-ready``, waits for that
+  file's diagnostics (for the page's own version 1: a reload that gets none within 10 s is a *lost*
+  diagnostics), sends three requests and leaves at once, half the time with a close frame, half by
+  dropping the connection (a killed tab), with the three still in flight. Printed: lost diagnostics,
+  how many gopls processes ran (one, the same, throughout), how many are left after the final stop, and
+  the broker's RSS growth over the soak.
 
 Printed: medians over the rounds with the spread (lowest-highest). Goals: a reattach at least 5x faster
-than a cold start (median), and the broker adding under 1 ms to the median documentSymbol round trip.
+than a cold start (median), a reloaded page's first hover at least 4x sooner than a cold page's (the
+issue measured 4-15x for the first marker), a soak with no lost diagnostics, one server throughout and
+none left, and the broker adding under 1 ms to the median documentSymbol round trip.
 """
 
 from __future__ import annotations
@@ -45,6 +58,9 @@ CLI = [sys.executable, "-m", "kandev_lsp.cli"]
 SERVE_TOKEN = "broker-bench-serve-token-0123456789"
 BROKER_TOKEN = "broker-bench-broker-token-0123456789"
 MAIN_GO = "package main\n\nfunc main() {}\n\nfunc helper() int { return 1 }\n\ntype T struct{ A int }\n"
+#: A file gopls always reports an error in: every reload of the soak expects its diagnostics.
+BAD_GO = 'package main\n\nfunc bad() int { return "no" }\n'
+HELPER = {"line": 4, "character": 6}  # `helper` in MAIN_GO
 GOPLS = "/usr/bin/gopls"
 
 
@@ -156,6 +172,36 @@ class Client:
         while "ack" not in json.loads(await self.ws.recv()):
             pass
 
+    async def reopen(self, uri: str, text: str) -> None:
+        """A reloaded page: reopen its file at its own version 1, then attachment-ready (K17.5)."""
+        document = {"uri": uri, "languageId": "go", "version": 1, "text": text}
+        await self.notify("textDocument/didOpen", {"textDocument": document})
+        await self.ws.send(json.dumps({"control": "attachment-ready", "id": "r"}))
+
+    async def first_hover(self, uri: str) -> None:
+        """Hover until the server answers with contents (a cold gopls answers null while loading)."""
+        params = {"textDocument": {"uri": uri}, "position": HELPER}
+        while not (await self.request("textDocument/hover", params)).get("result"):
+            await asyncio.sleep(0.02)
+
+    async def diagnostics(self, uri: str, version: int | None, timeout: float) -> bool:
+        """Whether non-empty diagnostics for ``uri`` at the page's ``version`` (any: ``None``) arrive
+        within ``timeout``."""
+        try:
+            async with asyncio.timeout(timeout):
+                while True:
+                    message = json.loads(await self.ws.recv())
+                    params = message.get("params") or {}
+                    if (
+                        message.get("method") == "textDocument/publishDiagnostics"
+                        and params.get("uri") == uri
+                        and (version is None or params.get("version") == version)
+                        and params.get("diagnostics")
+                    ):
+                        return True
+        except TimeoutError:
+            return False
+
 
 @asynccontextmanager
 async def _client(url: str, token: str) -> AsyncIterator[Client]:
@@ -226,15 +272,112 @@ async def _one_round(
     return {"cold": cold, "warm": warm, "via": via, "direct": direct}
 
 
+async def _hover_round(broker_url: str, root: str, uri: str) -> dict[str, float]:
+    """The first complete hover: a cold page against a reloaded one (see the module docstring)."""
+    url = f"{broker_url}/lsp/bench?language=go"
+    started = time.perf_counter()
+    async with _client(url, BROKER_TOKEN) as client:
+        ready = await client.ready()
+        assert ready["resumed"] is False, "a cold page found a live lease"
+        await client.initialize(root)
+        await client.notify("initialized", {})
+        await client.open(uri)
+        await client.first_hover(uri)
+        cold = time.perf_counter() - started
+        lease = ready["lease"]
+    started = time.perf_counter()
+    async with _client(f"{url}&lease={lease}", BROKER_TOKEN) as client:
+        ready = await client.ready()
+        assert ready["resumed"] is True, "a reload did not resume"
+        await client.reopen(uri, MAIN_GO)
+        await client.first_hover(uri)
+        warm = time.perf_counter() - started
+        await client.stop()
+    return {"cold_hover": cold, "warm_hover": warm}
+
+
+def _servers(serve_pid: int) -> list[int]:
+    """The gopls processes in serve's tree (its `go list` children are not servers)."""
+    found = []
+    for pid in _tree(serve_pid):
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as handle:
+                argv0 = handle.read().split(b"\0", 1)[0]
+        except OSError:
+            continue
+        if argv0.endswith(b"gopls"):
+            found.append(pid)
+    return found
+
+
+async def _soak(
+    broker_url: str, broker_pid: int, serve_pid: int, root: str, bad_uri: str, reloads: int
+) -> dict[str, Any]:
+    """One lease reloaded ``reloads`` times with requests in flight (see the module docstring)."""
+    url = f"{broker_url}/lsp/bench?language=go"
+    async with _client(url, BROKER_TOKEN) as client:
+        ready = await client.ready()
+        lease = ready["lease"]
+        await client.initialize(root)
+        await client.notify("initialized", {})
+        await client.reopen(bad_uri, BAD_GO)
+        if not await client.diagnostics(bad_uri, None, 30.0):  # a fresh gopls: from its first load
+            raise SystemExit("broker_bench: gopls published no diagnostics for the soak's file")
+    servers = set(_servers(serve_pid))
+    await asyncio.sleep(1.0)
+    rss_before = _rss_kib(broker_pid)
+    lost = 0
+    other_lease = 0
+    hover = {"textDocument": {"uri": bad_uri}, "position": {"line": 2, "character": 6}}
+    for number in range(reloads):
+        async with _client(f"{url}&lease={lease}", BROKER_TOKEN) as client:
+            ready = await client.ready()
+            other_lease += int(ready["lease"] != lease or not ready["resumed"])
+            await client.reopen(bad_uri, BAD_GO)
+            lost += int(not await client.diagnostics(bad_uri, 1, 10.0))
+            for index, method in enumerate(
+                ("textDocument/hover", "textDocument/documentSymbol", "textDocument/completion")
+            ):
+                params = (
+                    hover if method != "textDocument/documentSymbol" else {"textDocument": {"uri": bad_uri}}
+                )
+                await client.ws.send(
+                    json.dumps({"jsonrpc": "2.0", "id": 1000 + index, "method": method, "params": params})
+                )
+            if number % 2:
+                client.ws.transport.abort()  # a killed tab: no close frame, three requests in flight
+        servers.update(_servers(serve_pid))
+    await asyncio.sleep(1.0)
+    rss_after = _rss_kib(broker_pid)
+    async with _client(f"{url}&lease={lease}", BROKER_TOKEN) as client:
+        await client.ready()
+        await client.stop()
+    left = _servers(serve_pid)
+    for _ in range(50):  # gopls' own `go list` children go with it; give the tree a moment
+        if len(_tree(serve_pid)) == 1:
+            break
+        await asyncio.sleep(0.1)
+    return {
+        "reloads": reloads,
+        "lost_diagnostics": lost,
+        "other_lease": other_lease,
+        "servers_seen": len(servers),
+        "servers_left": len(left),
+        "tree_left": len(_tree(serve_pid)) - 1,
+        "broker_rss_growth_kib": rss_after - rss_before,
+    }
+
+
 async def _memory(
     broker_url: str, broker_pid: int, serve_pid: int, root: str, leases: int
 ) -> dict[str, float]:
     url = f"{broker_url}/lsp/bench?language=go"
 
-    async def open_lease(client: Client) -> None:
-        await client.ready()
+    async def open_lease(client: Client) -> str:
+        ready = await client.ready()
         await client.initialize(root)
         await client.notify("initialized", {})
+        return str(ready["lease"])
 
     async with _client(url, BROKER_TOKEN) as client:  # warm-up: one lease created and stopped
         await open_lease(client)
@@ -243,9 +386,13 @@ async def _memory(
     broker_before, serve_before = _rss_kib(broker_pid), _tree_rss_kib(serve_pid)
     async with AsyncExitStack() as stack:  # N clients at once: N leases; leaving detaches them all
         clients = [await stack.enter_async_context(_client(url, BROKER_TOKEN)) for _ in range(leases)]
-        await asyncio.gather(*(open_lease(client) for client in clients))
+        hints = await asyncio.gather(*(open_lease(client) for client in clients))
     await asyncio.sleep(2.0)  # every lease detached and idle
     broker_after, serve_after = _rss_kib(broker_pid), _tree_rss_kib(serve_pid)
+    for hint in hints:  # the soak that follows starts with no other server
+        async with _client(f"{url}&lease={hint}", BROKER_TOKEN) as client:
+            await client.ready()
+            await client.stop()
     return {
         "leases": leases,
         "broker_kib_per_lease": (broker_after - broker_before) / leases,
@@ -254,14 +401,16 @@ async def _memory(
     }
 
 
-async def run(rounds: int, reattaches: int, count: int, leases: int) -> dict[str, Any]:
+async def run(rounds: int, reattaches: int, count: int, leases: int, reloads: int) -> dict[str, Any]:
     with tempfile.TemporaryDirectory(prefix="broker-bench-") as tmp:
         root_dir = Path(tmp)
         workspace = root_dir / "workspace"
         workspace.mkdir()
         (workspace / "go.mod").write_text("module example.com/bench\n\ngo 1.19\n")
         (workspace / "main.go").write_text(MAIN_GO)
+        (workspace / "bad.go").write_text(BAD_GO)
         root, uri = workspace.as_uri(), (workspace / "main.go").as_uri()
+        bad_uri = (workspace / "bad.go").as_uri()
         serve, serve_line = await _start(
             [
                 "serve",
@@ -294,17 +443,18 @@ async def run(rounds: int, reattaches: int, count: int, leases: int) -> dict[str
             )
             results = []
             for index in range(rounds):
-                results.append(
-                    await _one_round(
-                        broker_line["url"], serve_line["url"], root, uri, reattaches, count, index % 2 == 1
-                    )
+                figures = await _one_round(
+                    broker_line["url"], serve_line["url"], root, uri, reattaches, count, index % 2 == 1
                 )
+                figures.update(await _hover_round(broker_line["url"], root, uri))
+                results.append(figures)
             memory = await _memory(broker_line["url"], broker.pid, serve.pid, root, leases)
+            soak = await _soak(broker_line["url"], broker.pid, serve.pid, root, bad_uri, reloads)
         finally:
             if broker is not None:
                 await _stop(broker)
             await _stop(serve)
-    return {"rounds": results, "memory": memory}
+    return {"rounds": results, "memory": memory, "soak": soak}
 
 
 def _spread(values: list[float], scale: float = 1.0, digits: int = 2) -> str:
@@ -321,6 +471,7 @@ def main() -> int:
     parser.add_argument(
         "--leases", type=int, default=6, help="idle leases for the memory figure (default: 6)"
     )
+    parser.add_argument("--reloads", type=int, help="reloads in the soak (default: 200; 20 with --quick)")
     parser.add_argument("--json", action="store_true", help="print the raw figures as JSON")
     args = parser.parse_args()
     if not os.access(GOPLS, os.X_OK):
@@ -328,7 +479,10 @@ def main() -> int:
         return 1
     rounds = args.rounds or (2 if args.quick else 5)
     started = time.perf_counter()
-    report = asyncio.run(run(rounds, 3 if args.quick else 5, 50 if args.quick else 300, max(3, args.leases)))
+    reloads = args.reloads or (20 if args.quick else 200)
+    report = asyncio.run(
+        run(rounds, 3 if args.quick else 5, 50 if args.quick else 300, max(3, args.leases), reloads)
+    )
     if args.json:
         print(json.dumps(report, indent=2))
     per_round = report["rounds"]
@@ -340,6 +494,10 @@ def main() -> int:
     overhead = [r["via"] / r["direct"] for r in per_round]
     added = [r["via"] - r["direct"] for r in per_round]
     memory = report["memory"]
+    soak = report["soak"]
+    cold_hover = [r["cold_hover"] for r in per_round]
+    warm_hover = [r["warm_hover"] for r in per_round]
+    hover_speedup = [r["cold_hover"] / r["warm_hover"] for r in per_round]
     print(f"{rounds} rounds; medians over the rounds, (lowest-highest) in brackets")
     print(f"cold start (new lease, gopls starts) to initialize answered: {_spread(cold, 1000, 1)} ms")
     print(f"reattach to the warm lease to initialize answered:          {_spread(warm, 1000, 1)} ms")
@@ -352,8 +510,23 @@ def main() -> int:
         f"{memory['broker_kib_per_lease']:.0f} KiB; serve's tree (the warm gopls it keeps) "
         f"{memory['serve_tree_mib_per_lease']:.1f} MiB; broker RSS {memory['broker_rss_mib']:.1f} MiB"
     )
+    print(f"first complete hover, cold page (new lease):   {_spread(cold_hover, 1000, 1)} ms")
+    print(f"first complete hover, reloaded page (resumes): {_spread(warm_hover, 1000, 1)} ms")
+    print(f"  cold / reload: {_spread(hover_speedup, digits=1)}x")
+    print(
+        f"soak, {soak['reloads']} reloads with 3 requests in flight at each departure (half of them "
+        f"dropped connections): {soak['lost_diagnostics']} lost diagnostics, "
+        f"{soak['other_lease']} reloads on another lease, {soak['servers_seen']} gopls process(es) "
+        f"throughout, {soak['servers_left']} left after stop ({soak['tree_left']} processes in serve's "
+        f"tree); broker RSS {soak['broker_rss_growth_kib']:+d} KiB over the soak"
+    )
     goals = [
         (statistics.median(speedup) >= 5, "a reattach at least 5x faster than a cold start (median)"),
+        (statistics.median(hover_speedup) >= 4, "a reloaded page's first hover at least 4x sooner (median)"),
+        (
+            soak["lost_diagnostics"] == 0 and soak["servers_seen"] == 1 and soak["servers_left"] == 0,
+            "the soak loses no diagnostics, keeps one server and leaves none",
+        ),
         (
             statistics.median(added) < 0.001,
             "the broker adds under 1 ms to the documentSymbol round trip (median)",
