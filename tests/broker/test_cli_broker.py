@@ -80,6 +80,28 @@ async def _metrics(port: int, token: str) -> str:
     return body.decode()
 
 
+async def _serve_with_directory(
+    tmp_path: Path, workspace: Path, tag: str, task_env: dict[str, str] | None = None
+) -> tuple[Any, Path]:
+    """``kandev-lsp serve`` for ``workspace`` (its task environment: ``task_env``, else a PATH of
+    /usr/bin:/bin and ``tmp_path`` as HOME; always the test's tag) and a directory file mapping the
+    session ``sess-1`` to it."""
+    overrides = task_env or {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path)}
+    flags = [f"--env={key}={value}" for key, value in {**overrides, TAG: tag}.items()]
+    serve, line = await _start(
+        "serve", "--workspace", str(workspace), *flags, environ=_environ(KANDEV_LSP_TOKEN=SERVE_TOKEN)
+    )
+    execution = {
+        "executor": "local",
+        "streamUrl": line["url"],
+        "token": SERVE_TOKEN,
+        "workspace": str(workspace),
+    }
+    directory = tmp_path / "directory.json"
+    directory.write_text(json.dumps({"sessions": {"sess-1": "exec-1"}, "executions": {"exec-1": execution}}))
+    return serve, directory
+
+
 def _server_pid(tag: str) -> int:
     pids = gopls(tag)  # gopls runs `go list` children of its own, which come and go
     assert len(pids) == 1, pids
@@ -97,31 +119,7 @@ def test_broker_command_resumes_a_lease_to_the_same_gopls_and_sigterm_stops_it(
     uri = (workspace / "main.go").as_uri()
 
     async def scenario() -> None:
-        serve, serve_line = await _start(
-            "serve",
-            "--workspace",
-            str(workspace),
-            "--env=PATH=/usr/bin:/bin",
-            f"--env=HOME={tmp_path}",
-            f"--env={TAG}={tag}",
-            environ=_environ(KANDEV_LSP_TOKEN=SERVE_TOKEN),
-        )
-        directory = tmp_path / "directory.json"
-        directory.write_text(
-            json.dumps(
-                {
-                    "sessions": {"sess-1": "exec-1"},
-                    "executions": {
-                        "exec-1": {
-                            "executor": "local",
-                            "streamUrl": serve_line["url"],
-                            "token": SERVE_TOKEN,
-                            "workspace": str(workspace),
-                        }
-                    },
-                }
-            )
-        )
+        serve, directory = await _serve_with_directory(tmp_path, workspace, tag)
         broker, line = await _start(
             "broker",
             "--directory",

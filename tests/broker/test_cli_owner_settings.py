@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 import httpx
 import pytest
 from routekit import request
-from test_cli_broker import SERVE_TOKEN, TAG, _environ, _ready, _start, _stop
+from test_cli_broker import _environ, _ready, _serve_with_directory, _start, _stop
 from test_cli_page_tickets import PAGE, _page
 from test_route_real_pyright import next_frame
 from websockets.asyncio.client import ClientConnection
@@ -80,30 +80,19 @@ def test_each_owners_settings_reach_their_own_pyright_and_a_save_reaches_it_live
     _owner_file(owners, "bob", "off")
 
     async def scenario() -> None:
-        serve_env = [f"--env={key}={value}" for key, value in real_servers.overrides().items()]
-        serve, serve_line = await _start(
-            "serve", "--workspace", str(workspace), *serve_env, f"--env={TAG}={tag}",
-            environ=_environ(KANDEV_LSP_TOKEN=SERVE_TOKEN),
-        )  # fmt: skip
-        directory = tmp_path / "directory.json"
-        execution = {"executor": "local", "streamUrl": serve_line["url"], "token": SERVE_TOKEN}
-        directory.write_text(
-            json.dumps(
-                {"sessions": {"s": "x"}, "executions": {"x": {**execution, "workspace": str(workspace)}}}
-            )
-        )
+        serve, directory = await _serve_with_directory(tmp_path, workspace, tag, real_servers.overrides())
         broker, line = await _start(
             "broker", "--directory", str(directory), "--allow-origin", PAGE, "--owner-settings", str(owners),
             environ=_environ(KANDEV_FEATURES_LSP_BROWSER_CONTINUITY="1"),
         )  # fmt: skip
         try:
-            url = f"{line['url']}/lsp/s?language=python"
+            url = f"{line['url']}/lsp/sess-1?language=python"
 
             async def ticket(owner: str) -> str:
                 async with httpx.AsyncClient() as http:
                     answer = await http.post(
                         f"http://127.0.0.1:{line['port']}/lsp/tickets",
-                        json={"sessionId": "s", "language": "python", "owner": owner},
+                        json={"sessionId": "sess-1", "language": "python", "owner": owner},
                         headers={"Authorization": f"Bearer {line['token']}"},
                     )
                 assert answer.status_code == 201, answer.text

@@ -18,7 +18,7 @@ import httpx
 import pytest
 from kandev_lsp.testing import processes_tagged
 from routekit import closed_with, frame_with, needs_gopls, request
-from test_cli_broker import SERVE_TOKEN, TAG, _environ, _ready, _start, _stop
+from test_cli_broker import TAG, _environ, _ready, _serve_with_directory, _start, _stop
 from websockets.asyncio.client import connect
 from websockets.exceptions import InvalidStatus
 
@@ -42,25 +42,7 @@ def test_a_page_with_a_ticket_reaches_gopls_through_the_command_and_reads_every_
     (workspace / "go.mod").write_text("module example.com/w\n\ngo 1.19\n")
 
     async def scenario() -> None:
-        serve, serve_line = await _start(
-            "serve",
-            "--workspace",
-            str(workspace),
-            "--env=PATH=/usr/bin:/bin",
-            f"--env=HOME={tmp_path}",
-            f"--env={TAG}={tag}",
-            environ=_environ(KANDEV_LSP_TOKEN=SERVE_TOKEN),
-        )
-        directory = tmp_path / "directory.json"
-        execution = {"executor": "local", "streamUrl": serve_line["url"], "token": SERVE_TOKEN}
-        directory.write_text(
-            json.dumps(
-                {
-                    "sessions": {"sess-1": "exec-1"},
-                    "executions": {"exec-1": {**execution, "workspace": str(workspace)}},
-                }
-            )
-        )
+        serve, directory = await _serve_with_directory(tmp_path, workspace, tag)
         broker, line = await _start(
             "broker",
             "--directory",

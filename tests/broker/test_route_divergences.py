@@ -118,30 +118,13 @@ def test_broker_command_detach_timeout_and_no_url_in_its_log(tmp_path: Path) -> 
             assert "reason=detached_timeout" in text
             assert "event=broker_listening port=" in text and "ws://" not in text  # no URL in the log
 
-        bad = await asyncio.create_subprocess_exec(
-            *command,
-            "--directory",
-            str(directory),
-            "--detach-timeout",
-            "0",
-            stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.PIPE,
-            env=environ,
-        )
-        out, err = await bad.communicate()
-        assert bad.returncode == 2 and out == b"" and b"--detach-timeout" in err
-        bad = await asyncio.create_subprocess_exec(
-            *command,
-            "--directory",
-            str(directory),
-            "--claim-policy",
-            "sometimes",
-            stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.PIPE,
-            env=environ,
-        )
-        out, err = await bad.communicate()
-        assert bad.returncode == 2 and b"--claim-policy" in err
+        for flag, value in (("--detach-timeout", "0"), ("--claim-policy", "sometimes")):
+            bad = await asyncio.create_subprocess_exec(
+                *command, "--directory", str(directory), flag, value,
+                stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE, env=environ,
+            )  # fmt: skip
+            out, err = await bad.communicate()
+            assert bad.returncode == 2 and out == b"" and flag.encode() in err
 
     asyncio.run(scenario())
 

@@ -18,11 +18,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
-from kandev_lsp.host import PluginHost
 from kandev_lsp.testing import processes_tagged
 from routekit import TAG, broker, client, initialize, one_session, ready, real_serve, request, until
 from test_route_real_pyright import next_frame
-from test_route_settings import LANGUAGE, RecorderPlugin, received, recorder_executable
+from test_route_settings import LANGUAGE, received, recorder_serve
 from websockets.asyncio.client import ClientConnection
 
 if TYPE_CHECKING:
@@ -49,16 +48,13 @@ async def _timed_request(
 def test_an_unanswered_request_is_cancelled_at_the_server_and_answered_with_a_timeout(
     tmp_path: Path, tag: str
 ) -> None:
-    record = tmp_path / "received.jsonl"
-    plugins = PluginHost.load(environ={})
-    assert plugins.register(RecorderPlugin(recorder_executable(tmp_path / "bin")), "recorder")
-
     async def scenario() -> None:
         async with (
-            real_serve(tmp_path, tag, plugins=plugins, env={"KANDEV_TEST_RECORD": str(record)}) as upstream,
-            broker(one_session(upstream.url), continuity=True, request_timeout=TIMEOUT) as server,
+            recorder_serve(tmp_path, tag) as host,
+            broker(one_session(host.upstream.url), continuity=True, request_timeout=TIMEOUT) as server,
             client(server, f"/lsp/s1?language={LANGUAGE}") as ws,
         ):
+            record = host.record
             frame = await ready(ws)
             await initialize(ws, frame["workspaceUri"])
             answer, waited = await _timed_request(ws, "h1", "textDocument/hover", _hover("file:///w/a.py"))  # type: ignore[arg-type]

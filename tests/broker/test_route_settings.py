@@ -12,10 +12,12 @@ the server process, is the oracle, not anything kandev-lsp reports about itself.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import sys
-from collections.abc import Iterable
+from collections.abc import AsyncIterator, Iterable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +28,7 @@ from kandev_lsp.host import PluginHost
 from kandev_lsp.language import LanguageSpec, ManualInstall
 from kandev_lsp.session import BridgeLimits
 from kandev_lsp.settings import SettingsFile
+from kandev_lsp.stream.server import StreamServer
 from kandev_lsp.taskenv import Task
 from kandev_lsp.testing import processes_tagged
 from routekit import (
@@ -92,9 +95,19 @@ def methods(record: Path) -> list[str]:
     return [message.get("method", f"<answer {message.get('id')}>") for message in received(record)]
 
 
-def test_a_settings_change_while_detached_reaches_the_server_and_the_lease_resumes_on_it(
-    tmp_path: Path, tag: str
-) -> None:
+@dataclass(frozen=True)
+class RecorderHost:
+    """A real serve whose one language is the recorder: its record, its settings file, its URL."""
+
+    record: Path
+    settings_path: Path
+    upstream: StreamServer
+
+
+@contextlib.asynccontextmanager
+async def recorder_serve(tmp_path: Path, tag: str, *, poll: float = 1.5) -> AsyncIterator[RecorderHost]:
+    """serve with the recorder plugin, a settings file (``staticcheck: false`` for the recorder) polled
+    every ``poll`` seconds, and the record in the server's environment."""
     record = tmp_path / "received.jsonl"
     settings_path = tmp_path / "settings.json"
     plugins = PluginHost.load(environ={})
@@ -102,20 +115,26 @@ def test_a_settings_change_while_detached_reaches_the_server_and_the_lease_resum
         plugins.problems
     )
     write_settings(settings_path, {"lsp_server_configs": {LANGUAGE: {"gopls": {"staticcheck": False}}}})
-    settings = SettingsFile(str(settings_path), known=plugins.languages())
+    async with real_serve(
+        tmp_path,
+        tag,
+        plugins=plugins,
+        settings=SettingsFile(str(settings_path), known=plugins.languages()),
+        limits=BridgeLimits(settings_poll_interval=poll),
+        env={"KANDEV_TEST_RECORD": str(record)},
+    ) as upstream:
+        yield RecorderHost(record, settings_path, upstream)
 
+
+def test_a_settings_change_while_detached_reaches_the_server_and_the_lease_resumes_on_it(
+    tmp_path: Path, tag: str
+) -> None:
     async def scenario() -> None:
         async with (
-            real_serve(
-                tmp_path,
-                tag,
-                plugins=plugins,
-                settings=settings,
-                limits=BridgeLimits(settings_poll_interval=0.05),
-                env={"KANDEV_TEST_RECORD": str(record)},
-            ) as upstream,
-            broker(one_session(upstream.url), continuity=True) as server,
+            recorder_serve(tmp_path, tag, poll=0.05) as host,
+            broker(one_session(host.upstream.url), continuity=True) as server,
         ):
+            record, settings_path = host.record, host.settings_path
             async with client(server, f"/lsp/s1?language={LANGUAGE}") as ws:
                 first = await ready(ws)
                 assert first["resumed"] is False
@@ -178,15 +197,6 @@ def test_a_settings_change_while_detached_reaches_the_server_and_the_lease_resum
     asyncio.run(scenario())
 
 
-def _setup(tmp_path: Path) -> tuple[Path, Path, PluginHost, SettingsFile]:
-    record = tmp_path / "received.jsonl"
-    settings_path = tmp_path / "settings.json"
-    plugins = PluginHost.load(environ={})
-    assert plugins.register(RecorderPlugin(recorder_executable(tmp_path / "bin")), "recorder")
-    write_settings(settings_path, {"lsp_server_configs": {LANGUAGE: {"gopls": {"staticcheck": False}}}})
-    return record, settings_path, plugins, SettingsFile(str(settings_path), known=plugins.languages())
-
-
 def _changes(record: Path) -> list[Any]:
     return [m["params"] for m in received(record) if m.get("method") == "workspace/didChangeConfiguration"]
 
@@ -213,20 +223,13 @@ def test_a_reattach_right_after_a_save_gets_ready_only_once_the_server_has_the_n
     """Issue 18 item 8 (K14.11), the task host's settings file: serve polls it every 1.5 s (here 30 s,
     so the poll can never be what helps); a reattach right after a save was told ready before the
     server heard of it. Now the broker asks serve to re-read its settings and waits for the answer."""
-    record, settings_path, plugins, settings = _setup(tmp_path)
 
     async def scenario() -> None:
         async with (
-            real_serve(
-                tmp_path,
-                tag,
-                plugins=plugins,
-                settings=settings,
-                limits=BridgeLimits(settings_poll_interval=30.0),
-                env={"KANDEV_TEST_RECORD": str(record)},
-            ) as upstream,
-            broker(one_session(upstream.url), continuity=True) as server,
+            recorder_serve(tmp_path, tag, poll=30.0) as host,
+            broker(one_session(host.upstream.url), continuity=True) as server,
         ):
+            record, settings_path = host.record, host.settings_path
             async with client(server, f"/lsp/s1?language={LANGUAGE}") as ws:
                 first = await ready(ws)
                 await initialize(ws, first["workspaceUri"])
@@ -251,25 +254,18 @@ def test_owner_settings_are_pushed_on_save_to_a_detached_lease_and_reconciled_be
     ``SettingsDirectory``) the lease's server runs with its owner's, not the task host's file; a save
     reaches it within a poll of the broker's, no client attached; a reattach right after a save gets
     ready only once the server has them."""
-    record, _, plugins, settings = _setup(tmp_path)
     owners = tmp_path / "owners"
     owners.mkdir()
     write_settings(owners / "local.json", {"lsp_server_configs": {LANGUAGE: {"gopls": {"hints": 1}}}})
 
     async def scenario() -> None:
         async with (
-            real_serve(
-                tmp_path,
-                tag,
-                plugins=plugins,
-                settings=settings,
-                limits=BridgeLimits(settings_poll_interval=30.0),
-                env={"KANDEV_TEST_RECORD": str(record)},
-            ) as upstream,
+            recorder_serve(tmp_path, tag, poll=30.0) as host,
             broker(
-                one_session(upstream.url), continuity=True, owner_settings=SettingsDirectory(owners)
+                one_session(host.upstream.url), continuity=True, owner_settings=SettingsDirectory(owners)
             ) as server,
         ):
+            record = host.record
             async with client(server, f"/lsp/s1?language={LANGUAGE}") as ws:
                 first = await ready(ws)
                 await initialize(ws, first["workspaceUri"])

@@ -4,10 +4,15 @@ imports no I/O: no asyncio, no sockets, no websockets."""
 
 from __future__ import annotations
 
-import ast
+import sys
+from graphlib import CycleError, TopologicalSorter
 from pathlib import Path
 
 import kandev_lsp.broker
+import pytest
+
+sys.path.insert(0, str(Path(__file__).parents[1] / "core"))  # the house's other floors: one import reader
+from test_layers import imported_modules
 
 BROKER = Path(kandev_lsp.broker.__file__).parent
 PACKAGE = "kandev_lsp.broker"
@@ -16,44 +21,23 @@ SANS_IO = ("leases", "peer", "requests", "contract", "closecodes", "tickets", "c
 IO_MODULES = ("asyncio", "socket", "selectors", "websockets", "h11", "httpx")
 
 
-def imports_of(path: Path) -> set[str]:
-    """Every module a file imports, at any depth (lazy imports inside functions count too)."""
-    names: set[str] = set()
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
-        if isinstance(node, ast.Import):
-            names.update(alias.name for alias in node.names)
-        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-            names.add(node.module)
-    return names
-
-
 def broker_graph() -> dict[str, set[str]]:
+    """Which broker modules each broker module imports (at any depth of the file)."""
     modules = {path.stem: path for path in BROKER.glob("*.py") if path.stem != "__init__"}
-    return {
-        name: {
-            other
-            for other in modules
-            if other != name and any(i == f"{PACKAGE}.{other}" for i in imports_of(path))
-        }
-        for name, path in modules.items()
-    }
+    graph = {}
+    for name, path in modules.items():
+        imported = imported_modules(path)
+        graph[name] = {other for other in modules if other != name and f"{PACKAGE}.{other}" in imported}
+    return graph
 
 
 def test_no_import_circle_among_the_broker_rooms() -> None:
     graph = broker_graph()
     assert "route" not in {other for name, deps in graph.items() if name != "route" for other in deps}
-    circles: list[list[str]] = []
-
-    def visit(name: str, trail: list[str]) -> None:
-        for other in sorted(graph[name]):
-            if other in trail:
-                circles.append([*trail[trail.index(other) :], other])
-            else:
-                visit(other, [*trail, other])
-
-    for name in sorted(graph):
-        visit(name, [name])
-    assert circles == []
+    try:
+        tuple(TopologicalSorter(graph).static_order())
+    except CycleError as exc:
+        pytest.fail(f"an import circle: {' -> '.join(exc.args[1])}")
 
 
 def test_the_route_reaches_its_modes_through_one_interface() -> None:
@@ -66,7 +50,7 @@ def test_the_route_reaches_its_modes_through_one_interface() -> None:
 
 def test_the_sans_io_core_imports_no_io() -> None:
     offenders = {
-        name: sorted(i for i in imports_of(BROKER / f"{name}.py") if i.split(".")[0] in IO_MODULES)
+        name: sorted(i for i in imported_modules(BROKER / f"{name}.py") if i.split(".")[0] in IO_MODULES)
         for name in SANS_IO
     }
     assert {name: found for name, found in offenders.items() if found} == {}
