@@ -14,10 +14,9 @@ Bounds: the request head is at most 16 KiB and the body at most ``max_body`` byt
 it is buffered); the whole exchange shares websockets' opening-handshake deadline (``open_timeout``),
 after which the library drops the connection. One request per connection (``Connection: close``).
 
-**The documented close reason for an oversized message.** websockets refuses a client message over
-``max_size`` itself, with 1009 and a reason of its own ("frame with 16777217 bytes exceeds limit of
-16777216 bytes"). The contract's reason is ``message too big``: the connection's sans-io protocol is a
-subclass whose ``fail`` (websockets' public method to fail a connection) gives 1009 that reason.
+**The documented close reason for an oversized message**, ``message too big`` instead of websockets'
+own text: the connection class is :class:`~kandev_lsp.stream.websocket.DocumentedCloseConnection`'s,
+which ``serve`` uses too.
 """
 
 from __future__ import annotations
@@ -31,20 +30,18 @@ from http import HTTPStatus
 from typing import Any, Final
 
 import h11
+from kandev_lsp.stream.websocket import DocumentedCloseConnection
 from websockets.asyncio.server import ServerConnection
 from websockets.datastructures import Headers
-from websockets.frames import CloseCode
 from websockets.server import ServerProtocol
 
-__all__ = ["MESSAGE_TOO_BIG_REASON", "PlainAnswerer", "PlainRequest", "PlainResponse", "listener_connection"]
+__all__ = ["PlainAnswerer", "PlainRequest", "PlainResponse", "listener_connection"]
 
 log = logging.getLogger("kandev_lsp.broker")
 
 #: The first bytes of a request this module answers; everything else is a WebSocket handshake.
 _PLAIN_METHOD: Final = b"POST "
 _MAX_HEAD: Final = 16 * 1024
-#: The reason of the broker's 1009 (docs/broker-contract.md, close codes).
-MESSAGE_TOO_BIG_REASON: Final = "message too big"
 
 
 @dataclass(frozen=True, slots=True)
@@ -176,25 +173,13 @@ def _content_length(headers: Any) -> int | None:
     return None
 
 
-class _DocumentedReasons(ServerProtocol):
-    """websockets' server protocol, failing an oversized message with the contract's reason."""
-
-    def fail(self, code: CloseCode | int, reason: str = "") -> None:
-        if code == CloseCode.MESSAGE_TOO_BIG:
-            reason = MESSAGE_TOO_BIG_REASON
-        super().fail(code, reason)
-
-
-class _ListenerConnection(ServerConnection):
+class _ListenerConnection(DocumentedCloseConnection):
     """websockets' server connection, answering a plain ``POST`` itself (see the module docstring)."""
 
     answer: PlainAnswerer
     max_body: int
 
     def __init__(self, protocol: ServerProtocol, *args: Any, **kwargs: Any) -> None:
-        # The protocol is built by websockets' serve() before it reaches this class; its one changed
-        # method needs no state of its own, so the instance takes the subclass as it is.
-        protocol.__class__ = _DocumentedReasons
         super().__init__(protocol, *args, **kwargs)
         self._sniffed: bytes | None = b""
         self._exchange: _Exchange | None = None

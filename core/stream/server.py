@@ -49,7 +49,7 @@ from kandev_lsp.stream.handshake import (
 )
 from kandev_lsp.stream.origins import ANY_ORIGIN, OriginPolicy
 from kandev_lsp.stream.uri import workspace_uri
-from kandev_lsp.stream.websocket import close_within, is_open
+from kandev_lsp.stream.websocket import DocumentedCloseConnection, close_within, is_open
 from kandev_lsp.taskenv import Task
 from websockets.asyncio.server import Server, ServerConnection, serve
 from websockets.http11 import Request, Response
@@ -136,6 +136,7 @@ class StreamServer:
             self.config.host,
             self.config.port,
             process_request=self._process_request,
+            create_connection=DocumentedCloseConnection,  # 1009 says "message too big"
             max_size=self.config.limits.max_message,
             # Client messages wait here until the server's stdin takes them. websockets' default (16)
             # would let one client park 16 x 16 MiB; two keep the pipe busy and bound memory at 32 MiB.

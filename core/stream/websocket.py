@@ -27,11 +27,44 @@ from typing import Any
 
 from kandev_lsp.protocol.errors import MalformedMessage, ReceivedFrameTooLarge, RemoteProtocolError
 from kandev_lsp.stream.bridge import ClientGone, StopRequested
-from kandev_lsp.stream.contract import CONTROL_PREFIX, is_stop_frame, settings_ack, settings_request
+from kandev_lsp.stream.contract import (
+    CLOSE_REASONS,
+    CONTROL_PREFIX,
+    is_stop_frame,
+    settings_ack,
+    settings_request,
+)
 from websockets.asyncio.connection import Connection
+from websockets.asyncio.server import ServerConnection
 from websockets.exceptions import ConnectionClosed
 from websockets.frames import CloseCode
 from websockets.protocol import State
+from websockets.server import ServerProtocol
+
+
+class _DocumentedReasons(ServerProtocol):
+    """websockets' server protocol, failing an oversized message with the contracts' reason."""
+
+    def fail(self, code: CloseCode | int, reason: str = "") -> None:
+        if code == CloseCode.MESSAGE_TOO_BIG:
+            reason = CLOSE_REASONS[CloseCode.MESSAGE_TOO_BIG]
+        super().fail(code, reason)
+
+
+class DocumentedCloseConnection(ServerConnection):
+    """websockets' server connection whose 1009 says ``message too big``, as both contracts document.
+
+    websockets refuses a client message over ``max_size`` itself, with 1009 and a reason of its own
+    ("frame with 16777217 bytes exceeds limit of 16777216 bytes"). ``serve`` and the broker pass this
+    class to ``websockets.asyncio.server.serve(create_connection=...)``, the library's documented way to
+    customize a connection; its sans-io protocol (built by ``serve()`` before it reaches this class) takes
+    a subclass whose ``fail`` (websockets' public method to fail a connection) gives 1009 that reason.
+    The changed method needs no state of its own, so the instance takes the subclass as it is.
+    """
+
+    def __init__(self, protocol: ServerProtocol, *args: Any, **kwargs: Any) -> None:
+        protocol.__class__ = _DocumentedReasons
+        super().__init__(protocol, *args, **kwargs)
 
 
 class ClientClosedAbnormally(RemoteProtocolError):

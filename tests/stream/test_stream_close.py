@@ -15,6 +15,7 @@ from typing import Any
 
 import psutil
 import pytest
+from kandev_lsp.protocol.framing import FrameLimits
 from kandev_lsp.session import BridgeLimits
 from kandev_lsp.stream.server import StreamServer
 from stream_testkit import TOKEN, StreamKit, tagged_alive
@@ -105,6 +106,21 @@ def test_invalid_utf8_from_the_client_closes_1007_and_is_not_forwarded(
 
     asyncio.run(scenario())
     assert "code=1007" in _close_lines(caplog)[-1]
+
+
+def test_an_oversized_client_message_closes_1009_message_too_big(kit: StreamKit) -> None:
+    """The documented reason (docs/stream-contract.md), not websockets' own text ("frame with 8193 bytes
+    exceeds limit of 8192 bytes"), which serve sent before it took the broker's connection class."""
+
+    async def scenario() -> None:
+        limits = BridgeLimits(frame=FrameLimits(body=8192))
+        async with kit.serve(limits=limits) as server, kit.connect(server, "fake-echo") as ws:
+            await _ready(ws)
+            await ws.send("x" * 8193)
+            assert await _closed(ws) == (1009, "message too big")
+        assert not tagged_alive(kit.tag)
+
+    asyncio.run(scenario())
 
 
 def test_fragmented_invalid_utf8_is_refused_too(kit: StreamKit) -> None:
