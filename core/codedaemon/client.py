@@ -3,7 +3,8 @@
 :func:`ask` connects to the daemon's socket and sends the request. When nothing answers there (no socket
 file, or a stale one nobody listens on: a crashed or killed daemon), it takes the daemon's lock, looks
 again (another first call may have started it meanwhile: two first calls start one daemon), and else
-starts one (``start``, :mod:`~kandev_lsp.codedaemon.starter`) and asks it. A daemon that answers
+starts one (``start``, :mod:`~kandev_lsp.codedaemon.starter`); it leaves the lock before it asks, so the
+calls that waited for that start are asked concurrently. A daemon that answers
 ``restart`` (its settings file changed) has already left its socket: the next attempt starts its
 successor.
 
@@ -138,25 +139,26 @@ def ask(
     :raises Unavailable: no daemon can answer here (a name collision, a daemon that cannot start, ...).
     :raises Lost: see :func:`exchange`.
     """
-    for _ in range(2):  # a second round only after a "restart" reply
+    why = "it stopped before it answered"
+    for _ in range(4):  # start, ask; and once more after a "restart" reply (or a daemon gone meanwhile)
         try:
             reply = exchange(files.socket, request, timeout)
         except NotRunning:
             if start is None:
                 raise
+            # The lock is held while a daemon is started, never during a call: a cold call can take a
+            # minute, and a second first call must not wait for its answer (or outwait LOCK_TIMEOUT).
             with _locked(files.lock):
-                try:
-                    reply = exchange(files.socket, request, timeout)
-                except NotRunning:
-                    refusal = start()
-                    if refusal is not None:
-                        return refusal
-                    reply = exchange(files.socket, request, timeout)
+                refusal = None if listening(files.socket) else start()
+            if refusal is not None:
+                return refusal
+            continue
         if reply.get("mismatch"):
             raise Unavailable(f"{files.socket} is served by a daemon of another configuration")
         if "restart" not in reply:
             return reply
-    raise Unavailable(f"the daemon at {files.socket} kept restarting ({reply['restart']})")
+        why = str(reply["restart"])
+    raise Unavailable(f"the daemon at {files.socket} kept restarting ({why})")
 
 
 @contextlib.contextmanager

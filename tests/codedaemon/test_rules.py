@@ -5,12 +5,14 @@ sweep of what a dead daemon left."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import io
 import json
 import os
 import socket
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -270,3 +272,106 @@ def test_a_stopping_daemon_leaves_its_socket_at_once(tmp_path: Path, runtime_fol
         return before, after
 
     assert asyncio.run(scenario()) == (True, False)
+
+
+class _Daemon:
+    """A stand-in daemon on a real Unix socket in a thread: answers each call with its tool's name, and
+    holds the calls named ``slow`` until :attr:`release` is set (a cold server's first answer)."""
+
+    def __init__(self, path: str) -> None:
+        import threading
+
+        self.release = threading.Event()
+        self._listener = socket.socket(socket.AF_UNIX)
+        self._path = path
+        self._threads: list[threading.Thread] = []
+
+    def start(self) -> None:
+        import threading
+
+        self._listener.bind(self._path)
+        self._listener.listen(8)
+        accepting = threading.Thread(target=self._accept, daemon=True)
+        accepting.start()
+        self._threads.append(accepting)
+
+    def _accept(self) -> None:
+        import threading
+
+        while True:
+            try:
+                connection, _ = self._listener.accept()
+            except OSError:
+                return  # closed
+            answering = threading.Thread(target=self._answer, args=(connection,), daemon=True)
+            answering.start()
+            self._threads.append(answering)
+
+    def _answer(self, connection: socket.socket) -> None:
+        with connection:
+            line = connection.makefile("rb").readline()
+            if not line:
+                return  # a caller that only looked whether a daemon listens
+            tool = decode(line)["tool"]
+            if tool == "slow":
+                self.release.wait(60)
+            connection.sendall(encode({"result": {"ok": True, "tool": tool}}))
+
+    def close(self) -> None:
+        self.release.set()
+        self._listener.close()
+
+
+def test_a_call_waits_for_the_start_lock_only_while_the_daemon_starts(
+    runtime_folder: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two first calls at once: the second waits while the first starts the daemon, then asks it at once,
+    not after the first call's whole answer (a cold call can take a minute: the lock would outlast its
+    timeout, and the second call would fall back to a cold one-shot run)."""
+    import threading
+
+    base = str(runtime_folder / "code-x")
+    files = DaemonFiles(base + ".sock", base + ".lock", base + ".log", base + ".owner")
+    daemon = _Daemon(files.socket)
+    first_holds, second_waits = threading.Event(), threading.Event()
+    locked = client._locked
+
+    @contextlib.contextmanager
+    def watched_lock(path: str) -> Iterator[None]:
+        if threading.current_thread().name == "second":
+            second_waits.set()
+        with locked(path):
+            if threading.current_thread().name == "first":
+                first_holds.set()
+            yield
+
+    def start_first() -> None:
+        assert second_waits.wait(30), "the second call never came to the lock"
+        daemon.start()
+        return None
+
+    def start_second() -> None:
+        raise AssertionError("a second daemon was started")
+
+    monkeypatch.setattr(client, "_locked", watched_lock)
+    replies: dict[str, Any] = {}
+
+    def call(tool: str, start: Any) -> None:
+        replies[tool] = client.ask(files, {"tool": tool}, timeout=60, start=start)
+
+    first = threading.Thread(target=call, args=("slow", start_first), name="first")
+    second = threading.Thread(target=call, args=("quick", start_second), name="second")
+    try:
+        first.start()
+        assert first_holds.wait(30), "the first call never took the lock"
+        second.start()
+        second.join(20)
+        assert not second.is_alive(), "the second call waited for the first call's answer"
+        assert replies == {"quick": {"result": {"ok": True, "tool": "quick"}}}
+        daemon.release.set()
+        first.join(20)
+        assert replies["slow"] == {"result": {"ok": True, "tool": "slow"}}
+    finally:
+        daemon.close()
+        first.join(20)
+        second.join(20)
