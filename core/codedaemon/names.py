@@ -5,7 +5,11 @@ kandev-lsp`` (the per-user runtime folder of a systemd login, already private an
 ``$TMPDIR/kandev-lsp-<uid>`` (``/tmp`` without TMPDIR). It is created owner-only (0700) and refused unless
 it is a real folder (not a link) owned by this user with no group or other permission bits: the socket in
 it is the daemon's only door, so its folder is what keeps other users out (the daemon checks each
-peer's uid on top, :mod:`~kandev_lsp.codedaemon.wire`).
+peer's uid on top, :mod:`~kandev_lsp.codedaemon.wire`). The folder it lies in must be this user's or
+root's, and sticky when others may write it (``/tmp``): whoever may rename entries there could swap the
+checked folder for one of their own between the check and the daemon's writes (its owner record, its
+log: through a link, onto any file this user may write), as with ``sudo -E`` keeping another user's
+``XDG_RUNTIME_DIR``.
 
 A daemon serves one **identity**: the workspace roots in order, the environment the servers get, the
 settings file, the flags that shape the service (``--install``, ``--read-only``, ``--disable-tool``) and
@@ -105,6 +109,19 @@ def ensure_private(folder: str) -> None:
             f"the runtime folder {folder} {problem}; it must be a folder of your own with mode 0700 "
             f"(fix or remove it, or name another with {RUNTIME_VARIABLE})"
         )
+    parent = os.path.dirname(os.path.abspath(folder))
+    try:
+        above = os.stat(parent)
+    except OSError as error:
+        raise NoPrivateFolder(
+            f"cannot read {parent}, where the runtime folder is: {error.strerror}"
+        ) from None
+    problem = _parent_problem(above, os.getuid())
+    if problem:
+        raise NoPrivateFolder(
+            f"the runtime folder {folder} lies in {parent}, {problem}, so the folder could be replaced by "
+            f"someone else's; name one in a folder of your own with {RUNTIME_VARIABLE}"
+        )
 
 
 def _privacy_problem(info: os.stat_result, uid: int) -> str | None:
@@ -117,6 +134,15 @@ def _privacy_problem(info: os.stat_result, uid: int) -> str | None:
         return f"belongs to uid {info.st_uid}"
     if info.st_mode & 0o077:
         return f"has mode {stat.S_IMODE(info.st_mode):04o} (others may enter it)"
+    return None
+
+
+def _parent_problem(info: os.stat_result, uid: int) -> str | None:
+    """What lets someone other than ``uid`` (and root) replace the entries of a folder with this ``stat``."""
+    if info.st_uid not in (uid, 0):
+        return f"which belongs to uid {info.st_uid}"
+    if info.st_mode & 0o022 and not info.st_mode & stat.S_ISVTX:
+        return f"which others may write (mode {stat.S_IMODE(info.st_mode):04o}, not sticky)"
     return None
 
 

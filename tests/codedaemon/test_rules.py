@@ -62,6 +62,25 @@ def test_a_runtime_folder_that_is_not_private_is_refused(tmp_path: Path, make: A
         ensure_private(str(folder))
 
 
+def test_a_runtime_folder_in_a_folder_others_may_rename_in_is_refused(tmp_path: Path) -> None:
+    """Whoever may rename entries where the folder lies could swap it for one of their own after the
+    check (and have the daemon's owner record written through a link): refused unless that folder is
+    this user's or root's, and sticky when others may write it (as /tmp is)."""
+    parent = tmp_path / "parent"
+    parent.mkdir()
+    folder = str(parent / "run")
+    parent.chmod(0o777)
+    with pytest.raises(NoPrivateFolder, match=r"which others may write \(mode 0777, not sticky\)"):
+        ensure_private(folder)
+    parent.chmod(0o1777)  # /tmp's mode
+    ensure_private(folder)
+    if os.geteuid() == 0:  # another user's folder (sudo -E keeping their XDG_RUNTIME_DIR)
+        parent.chmod(0o700)
+        os.chown(parent, 65534, 65534)
+        with pytest.raises(NoPrivateFolder, match="which belongs to uid 65534"):
+            ensure_private(folder)
+
+
 def test_a_relative_runtime_folder_and_a_missing_parent_are_refused(tmp_path: Path) -> None:
     with pytest.raises(NoPrivateFolder, match="not an absolute path"):
         runtime_folder({"KANDEV_LSP_RUNTIME_DIR": "run"})
