@@ -167,6 +167,35 @@ def test_the_peer_is_this_user() -> None:
         assert check_peer(one) == os.getpid()
 
 
+@pytest.mark.skipif(
+    os.geteuid() != 0 or not os.path.exists("/usr/bin/python3"),
+    reason="serving a socket as another user needs root (and /usr/bin/python3, which that user may run)",
+)
+def test_a_caller_never_talks_to_a_socket_another_user_serves(runtime_folder: Path, tag: str) -> None:
+    """The caller's half of the peer check: a socket at the daemon's name that another uid listens on is
+    not a daemon of ours; nothing is sent to it, and the call answers one-shot (``Unavailable``)."""
+    runtime_folder.chmod(0o777)  # where that user may bind (a private folder is checked apart)
+    path = str(runtime_folder / "code-x.sock")
+    serve = (
+        "import socket, sys\n"
+        "s = socket.socket(socket.AF_UNIX)\n"
+        "s.bind(sys.argv[1]); s.listen(1); print('ready', flush=True)\n"
+        "c, _ = s.accept(); print(repr(c.recv(100)), flush=True)\n"
+    )
+    other = subprocess.Popen(
+        ["/usr/bin/python3", "-c", serve, path],
+        stdout=subprocess.PIPE, text=True, user=65534, cwd="/", env={TAG_VARIABLE: tag},
+    )  # fmt: skip
+    try:
+        assert other.stdout is not None and other.stdout.readline() == "ready\n"
+        with pytest.raises(client.Unavailable, match="runs as uid 65534, not as this user"):
+            client.exchange(path, {"op": "call", "payload": {"secret": "x"}}, 10.0)
+        assert other.stdout.readline() == "b''\n"  # it got the connection, and not one byte
+    finally:
+        other.kill()
+        other.communicate()
+
+
 # -- the command line ----------------------------------------------------------------------------------------
 def test_a_one_shot_dry_run_offers_no_transaction_and_a_daemons_keeps_it() -> None:
     parked = {"ok": True, "needsApproval": True, "transactionId": "t" * 32, "expiresInSeconds": 300}
