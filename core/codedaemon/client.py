@@ -192,8 +192,7 @@ def stop_all(folder: str, roots: list[str], *, timeout: float) -> list[int]:
         if not (name.startswith(prefix) and name.endswith(".sock")):
             continue
         path = os.path.join(folder, name)
-        base = path.removesuffix(".sock")
-        files = DaemonFiles(path, base + ".lock", base + ".log", base + ".owner")
+        files = DaemonFiles.of_socket(path)
         try:
             reply = exchange(path, {"op": "stop", "protocol": PROTOCOL}, timeout)
         except NotRunning:

@@ -67,6 +67,12 @@ class DaemonFiles(NamedTuple):
     #: The daemon's owner token (``KANDEV_LSP_OWNER``): its successor sweeps whatever a crash left marked.
     owner: str
 
+    @classmethod
+    def of_socket(cls, socket: str) -> DaemonFiles:
+        """The files of the daemon whose socket is ``socket`` (``<base>.sock``): ``<base>.lock``, ..."""
+        base = socket.removesuffix(".sock")
+        return cls(base + ".sock", base + ".lock", base + ".log", base + ".owner")
+
 
 def runtime_folder(environ: Mapping[str, str] | None = None) -> str:
     """The private runtime folder (created when missing), see the module docstring.
@@ -161,14 +167,13 @@ def daemon_files(folder: str, identity: Mapping[str, Any]) -> DaemonFiles:
 
     :raises NoPrivateFolder: the socket path would be longer than ``bind`` takes.
     """
-    base = os.path.join(folder, f"{roots_prefix(identity['roots'])}{_crc(identity):08x}")
-    socket = base + ".sock"
+    socket = os.path.join(folder, f"{roots_prefix(identity['roots'])}{_crc(identity):08x}.sock")
     if len(os.fsencode(socket)) > SOCKET_PATH_MAX:
         raise NoPrivateFolder(
             f"the socket path {socket} is longer than the {SOCKET_PATH_MAX} bytes a Unix socket takes "
             f"(name a shorter runtime folder with {RUNTIME_VARIABLE})"
         )
-    return DaemonFiles(socket, base + ".lock", base + ".log", base + ".owner")
+    return DaemonFiles.of_socket(socket)
 
 
 def _crc(value: Any) -> int:

@@ -103,6 +103,7 @@ def test_a_daemons_files_are_named_by_its_roots_and_its_identity() -> None:
     assert other_env.socket != base.socket
     assert not os.path.basename(other_order.socket).startswith(prefix)  # root ids follow the order
     assert {base.lock, base.log, base.owner} == {base.socket[:-5] + s for s in (".lock", ".log", ".owner")}
+    assert DaemonFiles.of_socket(base.socket) == base  # what --stop finds by the socket's name
 
 
 def test_a_socket_path_too_long_for_bind_is_refused() -> None:
@@ -308,8 +309,7 @@ def test_a_stopping_daemon_leaves_its_socket_at_once(tmp_path: Path, runtime_fol
     there, or it would be told ``restart`` again and answer one-shot with a warning."""
 
     async def scenario() -> tuple[bool, bool]:
-        base = str(runtime_folder / "code-x")
-        files = DaemonFiles(base + ".sock", base + ".lock", base + ".log", base + ".owner")
+        files = DaemonFiles.of_socket(str(runtime_folder / "code-x.sock"))
         start = {"files": files._asdict(), "identity": {"roots": [str(tmp_path)]}, "token": "t"}
         daemon = CodeDaemon(start, io.BytesIO())
         daemon._server = await asyncio.start_unix_server(lambda r, w: None, sock=daemon._bind())
@@ -378,8 +378,7 @@ def test_a_call_waits_for_the_start_lock_only_while_the_daemon_starts(
     timeout, and the second call would fall back to a cold one-shot run)."""
     import threading
 
-    base = str(runtime_folder / "code-x")
-    files = DaemonFiles(base + ".sock", base + ".lock", base + ".log", base + ".owner")
+    files = DaemonFiles.of_socket(str(runtime_folder / "code-x.sock"))
     daemon = _Daemon(files.socket)
     first_holds, second_waits = threading.Event(), threading.Event()
     locked = client._locked
