@@ -55,7 +55,8 @@ class FileProbe(Protocol):
 
     def read_head(self, path: str, limit: int) -> bytes | None:
         """At most ``limit`` bytes from the start of the regular file at ``path``; None when there is no
-        such file or it cannot be read (an install's receipt, an npm launcher's ``#!`` line)."""
+        such file or it cannot be read (an install's receipt, an npm launcher's ``#!`` line). Never waits:
+        a FIFO or a device there is no regular file."""
         ...
 
 
@@ -131,13 +132,15 @@ class LocalFileProbe:
     def read_head(self, path: str, limit: int) -> bytes | None:
         if self._foreign:
             return None
-        try:
-            with open(path, "rb") as handle:
-                if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
-                    return None
-                return handle.read(limit)
+        try:  # O_NONBLOCK: opening a FIFO to read would wait for a writer (a hung resolve); files ignore it
+            fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
         except (OSError, ValueError):
             return None
+        with os.fdopen(fd, "rb") as handle:
+            try:
+                return handle.read(limit) if stat.S_ISREG(os.fstat(fd).st_mode) else None
+            except OSError:
+                return None
 
     def is_within(self, path: str, folder: str) -> bool:
         if not folder:

@@ -138,3 +138,30 @@ def test_a_launcher_that_is_not_a_node_script_starts_as_it_is(plugins: PluginHos
 )
 def test_runs_on_node_reads_the_shebang_line(head: bytes, node: bool) -> None:
     assert runs_on_node(head) is node
+
+
+def test_a_receipt_that_is_not_a_regular_file_is_no_receipt_and_never_blocks(
+    plugins: PluginHost, tmp_path: Path
+) -> None:
+    """A FIFO at ``receipt.json``: opening it to read would wait for a writer that never comes, and
+    ``resolve`` (on agentctl's hot path) would hang. It counts as no receipt, at once."""
+    import threading
+
+    home, workspace = tmp_path / "home", tmp_path / "repo"
+    workspace.mkdir()
+    on_path = executable(tmp_path / "nodejs" / "node")
+    _, script = npm_layout(home)
+    receipt = script.parents[2] / "receipt.json"
+    os.mkfifo(receipt)
+    task = make_task(str(workspace), path=[str(on_path.parent)], home=str(home))
+    answers: list[tuple[str, ...]] = []
+    resolving = threading.Thread(
+        target=lambda: answers.append(resolve_in(plugins, "python", task).command), daemon=True
+    )
+    resolving.start()
+    resolving.join(20)
+    if resolving.is_alive():  # unblock it: a writer opens the FIFO and leaves
+        os.close(os.open(receipt, os.O_WRONLY | os.O_NONBLOCK))
+        resolving.join(20)
+        pytest.fail("resolve waited on the FIFO at the receipt's place")
+    assert answers == [(str(on_path), str(script))]
