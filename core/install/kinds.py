@@ -47,7 +47,9 @@ class InstallOptions:
 
 
 class RecipeInstaller(Protocol):
-    """How the core installs one kind of recipe. Every method but :meth:`install` is pure."""
+    """How the core installs one kind of recipe. Every method but :meth:`install` and
+    :meth:`missing_toolchain` (which looks files up through the probe it is given, running nothing) is
+    pure."""
 
     #: The recipe type this installer handles (the registry's key).
     recipe_type: type[Any]
