@@ -257,7 +257,8 @@ class Lifecycle:
         if self._closed:
             raise LaunchError(LaunchFailure.INSTALL_CANCELLED, closing)
         await observer.installing(language)
-        if self._closed:  # closed while the front end wrote its "installing": aclose() reaped no install of it
+        # Closed while the front end wrote its "installing": aclose() reaped no install of it.
+        if self._closed:
             raise LaunchError(LaunchFailure.INSTALL_CANCELLED, closing)
         try:
             receipt = await self.install_manager().install(language, task, progress=observer.progress)

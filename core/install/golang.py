@@ -74,7 +74,9 @@ async def install_go(ctx: InstallContext) -> Staged:
     ctx.fanout.phase("installing", " ".join(argv))
     what = " ".join(argv)
     _, (toolchain, source) = await alongside(
-        run_tool(ctx, argv, what=what, advice=ADVICE.format(command=ctx.retry_command), missing=MISSING, env=env),
+        run_tool(
+            ctx, argv, what=what, advice=ADVICE.format(command=ctx.retry_command), missing=MISSING, env=env
+        ),
         _facts(ctx),
     )
     executable = find_executable(ctx, "bin", recipe.bin)

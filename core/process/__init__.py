@@ -93,7 +93,9 @@ _HOMES = {
         "kandev_lsp.process._start",
     ),
     "ProcessSupervisor": "kandev_lsp.process._supervisor",
-    **dict.fromkeys(("OWNER_VARIABLE", "marked_environment", "new_token", "owner_tokens"), "kandev_lsp.process._tree"),
+    **dict.fromkeys(
+        ("OWNER_VARIABLE", "marked_environment", "new_token", "owner_tokens"), "kandev_lsp.process._tree"
+    ),
 }
 
 

@@ -61,9 +61,7 @@ def test_install_list_resolve_and_uninstall_from_the_command_line(world: Any, en
     assert outcome["receipt"]["packages"] == [f"{GOPLS}@{GO.install.version}"]
     assert outcome["executable"].startswith(str(world.cache / "go" / "versions"))
     # Progress went to stderr as plain lines (not a terminal).
-    assert (
-        "kandev-lsp: go: installing" in installed.stderr and "kandev-lsp: go: done" in installed.stderr
-    )
+    assert "kandev-lsp: go: installing" in installed.stderr and "kandev-lsp: go: done" in installed.stderr
 
     resolved = cli("resolve", "go", "--json", env_file=env_file)
     assert resolved.returncode == 0 and json.loads(resolved.stdout)["source"] == "managed cache"
