@@ -314,16 +314,23 @@ class CodeDaemon:
 
     # -- settings ------------------------------------------------------------------------------------------
     def _settings_now(self) -> Any:
+        """The settings the file holds now; None when there is no settings file, or it is not valid now
+        (the file keeps its last good settings then, and says why in its ``error``)."""
         assert self._service is not None
         settings = self._service.lifecycle.settings
-        return settings.current()[0] if settings is not None else None
+        if settings is None:
+            return None
+        current = settings.current()[0]
+        return None if settings.error is not None else current
 
     def _settings_moved(self) -> bool:
-        """Whether the settings file now says something else than when the service was opened."""
-        current = self._settings_now()
-        if current is None or self._opened_settings is None:
+        """Whether the settings file now says something else than when the service was opened, or
+        nothing valid: a one-shot run would refuse it (exit 1, saying why), so the successor that this
+        call restarts into refuses it the same way, never answering from the last good settings."""
+        if self._opened_settings is None:
             return False
-        if settings_changed(self._opened_settings, current):
+        current = self._settings_now()
+        if current is None or settings_changed(self._opened_settings, current):
             return True
         self._opened_settings = current  # re-read, the same values: compare to this one next time
         return False

@@ -9,8 +9,9 @@ A daemon stops (and stops every server it started first) when
   inode changed);
 * its **socket is gone or replaced**: another daemon took the name (its successor after a stale socket), or
   someone removed the file, so no caller can reach this one any more;
-* its **settings file changed** (:func:`settings_changed`, checked at each call): the call is answered by a
-  successor started under the new settings, as a one-shot run would read them;
+* its **settings file changed** (:func:`settings_changed`, checked at each call) or is no longer valid: the
+  call is answered by a successor started under the new settings, as a one-shot run would read them (one
+  that is not valid is refused, exit 1, as the one-shot run refuses it);
 * it is asked to (``kandev-lsp code --stop``) or signalled (SIGTERM, SIGINT, SIGHUP).
 """
 

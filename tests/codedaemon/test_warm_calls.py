@@ -197,6 +197,25 @@ def test_a_settings_change_reaches_the_next_call(caller: Caller) -> None:
     assert len(caller.daemons()) == 1  # its successor, under the new settings
 
 
+def test_a_settings_file_that_turned_invalid_is_refused_as_the_one_shot_path_refuses_it(
+    caller: Caller,
+) -> None:
+    """The one-shot path reads the settings file at each call and refuses one that is not valid JSON
+    (exit 1, saying so); a warm daemon must not answer from the last good settings instead."""
+    assert caller.call("code_navigate", REFERENCES)[0] == 0
+    (daemon,) = caller.daemons()
+    caller.settings.write_text('{"lsp_disabled_tools": [')  # a half-saved edit
+    one_shot = caller.run("code_navigate", "--json", json.dumps(REFERENCES), "--no-daemon", check=False)
+    assert one_shot.returncode == 1 and "is not valid JSON" in one_shot.stderr, one_shot.stderr
+    warm = caller.run("code_navigate", "--json", json.dumps(REFERENCES), check=False)
+    assert (warm.returncode, warm.stdout) == (1, ""), warm.stdout
+    assert "is not valid JSON" in warm.stderr and "warning" not in warm.stderr, warm.stderr
+    caller.settings.write_text("{}")
+    assert caller.call("code_navigate", REFERENCES)[0] == 0  # a daemon of the repaired settings
+    wait_until(lambda: daemon not in caller.daemons(), timeout=30, what="the daemon of the old settings")
+    assert len(caller.daemons()) == 1
+
+
 def test_the_daemon_exits_when_its_workspace_is_removed(caller: Caller) -> None:
     assert caller.call("code_navigate", REFERENCES)[0] == 0
     log = caller.sockets()[0].with_suffix(".log")
