@@ -71,11 +71,6 @@ def find_tool(command: str, task: Task) -> Lookup:
     return locate(command, task.env, task.workspace, LocalFileProbe(task.host))
 
 
-def find_on_path(command: str, task: Task) -> str | None:
-    """The ``command`` kandev-lsp may run for ``task`` (never one inside its workspace), or None."""
-    return find_tool(command, task).path
-
-
 def _run(argv: list[str], env: TaskEnvironment) -> BriefRun:
     return run_briefly(argv, env, timeout=VERSION_TIMEOUT)
 
