@@ -30,9 +30,9 @@ from __future__ import annotations
 
 from kandev_lsp._values import dataclass
 from kandev_lsp.executables import WorkspaceGate, locate
-from kandev_lsp.fileprobe import ProbeStatus
+from kandev_lsp.fileprobe import FileProbe, ProbeStatus
 
-__all__ = ["NpmLaunch", "npm_launch", "runs_on_node"]
+__all__ = ["NpmLaunch", "is_node_script", "npm_launch", "runs_on_node"]
 
 #: How much of a launcher is read to see its ``#!`` line.
 _HEAD = 256
@@ -62,6 +62,12 @@ def runs_on_node(head: bytes) -> bool:
     return bool(words) and words[0].rsplit("/", 1)[-1].lower() in _NODE_NAMES
 
 
+def is_node_script(path: str, probe: FileProbe) -> bool:
+    """Whether the regular file at ``path`` is a script for node, by its ``#!`` line (:func:`runs_on_node`):
+    an npm launcher's target, or npm's own launcher."""
+    return runs_on_node(probe.read_head(path, _HEAD) or b"")
+
+
 def npm_launch(launcher: str, real_launcher: str, gate: WorkspaceGate) -> NpmLaunch:
     """How to start the npm launcher ``launcher`` (whose real path is ``real_launcher``) found in the
     managed cache at ``<version folder>/node_modules/.bin/``, for the task ``gate`` decides for."""
@@ -73,7 +79,7 @@ def npm_launch(launcher: str, real_launcher: str, gate: WorkspaceGate) -> NpmLau
     receipt = parse_receipt(probe.read_head(host.join(folder, RECEIPT_NAME), 64 * 1024), folder)
     if receipt is not None and receipt.script is not None:
         script = host.join(folder, *receipt.script.split("/"))
-    elif runs_on_node(probe.read_head(real_launcher, _HEAD) or b""):
+    elif is_node_script(real_launcher, probe):
         script = real_launcher  # the launcher is (a link to) the package's script
     elif host.is_windows:
         return NpmLaunch(

@@ -75,17 +75,14 @@ def npm_package_version(launcher: str) -> str | None:
     return None
 
 
-def npm_command(node: str, npm: str) -> list[str]:
+def npm_command(node: str, npm: str, probe: FileProbe) -> list[str]:
     """How to start ``npm`` (the launcher the lookup found) so that it runs on ``node``: ``[node,
     npm-cli.js]`` when the launcher is (a link to) a node script; else the launcher itself (``npm.cmd``),
     which then finds node on the reduced PATH kandev-lsp's tools get (no entry inside the workspace)."""
-    from kandev_lsp.launchers import runs_on_node
+    from kandev_lsp.launchers import is_node_script
 
-    real = os.path.realpath(npm)
-    with contextlib.suppress(OSError), open(real, "rb") as handle:
-        if runs_on_node(handle.read(256)):
-            return [node, real]
-    return [npm]
+    real = probe.real_path(npm)
+    return [node, real] if is_node_script(real, probe) else [npm]
 
 
 def bin_script(prefix: Path, recipe: NpmRecipe) -> str | None:
@@ -124,15 +121,16 @@ def _script(ctx: InstallContext, recipe: NpmRecipe, launcher: str) -> str:
     )
 
 
-async def _toolchain(ctx: InstallContext, node: str, npm: str) -> dict[str, str]:
-    """node and npm versions for the receipt: ``node --version`` (milliseconds) and npm's package.json."""
+async def _toolchain(ctx: InstallContext, node: str, npm: str, run_npm: list[str]) -> dict[str, str]:
+    """node and npm versions for the receipt: ``node --version`` (milliseconds) and npm's package.json
+    (``npm``, its launcher), else ``--version`` of npm started as ``run_npm`` (:func:`npm_command`)."""
     from kandev_lsp.install.context import tool_output
 
     toolchain: dict[str, str] = {}
     version = await tool_output(ctx, [node, "--version"])
     if version:
         toolchain["node"] = version.strip().removeprefix("v")
-    version = npm_package_version(npm) or await tool_output(ctx, [*npm_command(node, npm), "--version"])
+    version = npm_package_version(npm) or await tool_output(ctx, [*run_npm, "--version"])
     if version:
         toolchain["npm"] = version.strip().splitlines()[-1]
     return toolchain
@@ -154,6 +152,7 @@ def _source(staging: Path, recipe: NpmRecipe) -> str:
 
 
 async def install_npm(ctx: InstallContext) -> Staged:
+    from kandev_lsp.fileprobe import LocalFileProbe
     from kandev_lsp.install.context import Staged, alongside, find_executable, run_tool, trusted_tool
 
     recipe = ctx.recipe
@@ -161,14 +160,15 @@ async def install_npm(ctx: InstallContext) -> Staged:
     missing = MISSING.format(engine=recipe.node_engine)
     npm = trusted_tool(ctx, "npm", missing=missing)
     node = trusted_tool(ctx, "node", missing=missing)  # the server's interpreter, recorded in the receipt
+    run_npm = npm_command(node, npm, LocalFileProbe(ctx.task.host))
     (ctx.staging / "package.json").write_text('{"private": true}\n', encoding="utf-8")
-    argv = [*npm_command(node, npm), *npm_argv(recipe, str(ctx.staging))[1:]]
+    argv = [*run_npm, *npm_argv(recipe, str(ctx.staging))[1:]]
     what = "npm install " + " ".join(package.spec for package in recipe.packages)
     ctx.fanout.phase("installing", what)
     # Tool versions are asked for while npm installs, so they cost no wall time.
     _, toolchain = await alongside(
         run_tool(ctx, argv, what=what, advice=ADVICE.format(command=ctx.retry_command), missing=missing),
-        _toolchain(ctx, node, npm),
+        _toolchain(ctx, node, npm, run_npm),
     )
     executable = find_executable(ctx, "node_modules/.bin", recipe.bin)
     script = _script(ctx, recipe, executable)
