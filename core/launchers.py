@@ -71,12 +71,12 @@ def is_node_script(path: str, probe: FileProbe) -> bool:
 def npm_launch(launcher: str, real_launcher: str, gate: WorkspaceGate) -> NpmLaunch:
     """How to start the npm launcher ``launcher`` (whose real path is ``real_launcher``) found in the
     managed cache at ``<version folder>/node_modules/.bin/``, for the task ``gate`` decides for."""
-    from kandev_lsp.install.receipts import RECEIPT_NAME, parse_receipt
+    from kandev_lsp.install.receipts import MAX_RECEIPT_BYTES, RECEIPT_NAME, parse_receipt
 
     probe, host = gate.probe, gate.env.host
     pure = host.pure_path(launcher)
     folder = probe.real_path(str(pure.parent.parent.parent))  # .../current -> .../versions/<dir>
-    receipt = parse_receipt(probe.read_head(host.join(folder, RECEIPT_NAME), 64 * 1024), folder)
+    receipt = parse_receipt(probe.read_head(host.join(folder, RECEIPT_NAME), MAX_RECEIPT_BYTES), folder)
     if receipt is not None and receipt.script is not None:
         script = host.join(folder, *receipt.script.split("/"))
     elif is_node_script(real_launcher, probe):
