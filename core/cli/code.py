@@ -410,6 +410,9 @@ def _ask_daemon(args: argparse.Namespace, folders: list[str], payload: Any) -> d
             f"{lost}: it was stalled, and is stopped now (killed, with its servers); the call may or may not "
             "have run; the next call starts a new daemon"
         ) from None
+    said = reply.get("stderr")  # what a one-shot run would have said on stderr as it started
+    if isinstance(said, str):
+        sys.stderr.write(said)
     if "usage" in reply:
         raise UsageError(str(reply["usage"]))
     if "error" in reply:

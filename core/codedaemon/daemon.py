@@ -23,13 +23,14 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import io
 import logging
 import os
 import signal
 import socket
 import sys
 import time
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from typing import IO, TYPE_CHECKING, Any
 
 from kandev_lsp.codedaemon import leftovers
@@ -104,6 +105,9 @@ class CodeDaemon:
         self._ready: IO[bytes] | None = ready
         self._service: IntelService | None = None
         self._opened_settings: Any = None
+        self._opened_there = False
+        #: What opening the service said on stderr (see :class:`_Notices`), said again with each answer.
+        self._notices = ""
         self._roots = [(root, stamp(root)) for root in self.identity["roots"]]
         self._socket_stamp: Any = None
         self.stop_reason: str | None = None
@@ -165,15 +169,26 @@ class CodeDaemon:
             disable_tool=list(identity["disable"]),
             auto_approve=False,
         )
-        try:
-            self._service = open_service(arguments)
-        except UsageError as error:
-            self._say({"usage": str(error)})
-        except KandevLspError as error:
-            self._say({"error": str(error)})
-        else:
-            self._opened_settings = self._settings_now()
+        notices = _Notices(sys.stderr)
+        refusal: dict[str, Any] | None = None
+        with notices.collecting():
+            try:
+                self._service = open_service(arguments)
+            except UsageError as error:
+                refusal = {"usage": str(error)}
+            except KandevLspError as error:
+                refusal = {"error": str(error)}
+        self._notices = notices.getvalue()
+        if refusal is not None:
+            self._say(self._noticed(refusal))
+            return None
+        self._opened_settings = self._settings_now()
+        self._opened_there = self._settings_there()
         return self._service
+
+    def _noticed(self, reply: dict[str, Any]) -> dict[str, Any]:
+        """``reply`` with what a one-shot run would have said on stderr while it opened the service."""
+        return {**reply, "stderr": self._notices} if self._notices else reply
 
     def _bind(self) -> socket.socket:
         """The listening socket at its path (mode 0600), replacing a stale file the caller found there."""
@@ -304,13 +319,12 @@ class CodeDaemon:
             result = await self._service.dispatch(tool, request.get("payload"), ctx)
         except Exception as error:  # a one-shot run would end in this traceback: here it is logged
             _log.exception("event=code_daemon_call_failed tool=%s", spec.name)
-            return {
-                "error": f"the call failed in the daemon ({type(error).__name__}; its log: {self.files.log})"
-            }
+            failed = f"the call failed in the daemon ({type(error).__name__}; its log: {self.files.log})"
+            return self._noticed({"error": failed})
         expires = result.get("expiresInSeconds")
         if result.get("needsApproval") and isinstance(expires, (int, float)):
             self.activity.hold(time.monotonic() + expires)
-        return {"result": dry_run(result, held_by=spec.name)}
+        return self._noticed({"result": dry_run(result, held_by=spec.name)})
 
     # -- settings ------------------------------------------------------------------------------------------
     def _settings_now(self) -> Any:
@@ -323,17 +337,69 @@ class CodeDaemon:
         current = settings.current()[0]
         return None if settings.error is not None else current
 
+    def _settings_there(self) -> bool:
+        assert self._service is not None
+        settings = self._service.lifecycle.settings
+        return settings is not None and os.path.exists(settings.path)
+
     def _settings_moved(self) -> bool:
         """Whether the settings file now says something else than when the service was opened, or
         nothing valid: a one-shot run would refuse it (exit 1, saying why), so the successor that this
-        call restarts into refuses it the same way, never answering from the last good settings."""
+        call restarts into refuses it the same way, never answering from the last good settings. A file
+        that appeared or went away counts too: what opening the service said about it (a file named on
+        purpose but absent) no longer holds."""
         if self._opened_settings is None:
             return False
         current = self._settings_now()
         if current is None or settings_changed(self._opened_settings, current):
             return True
+        if self._settings_there() != self._opened_there:
+            return True
         self._opened_settings = current  # re-read, the same values: compare to this one next time
         return False
+
+
+class _Notices(io.StringIO):
+    """What a one-shot run of the same flags says on stderr while it opens the service, collected to be
+    said with every answer of this daemon (the caller writes it to its stderr): the command line's own
+    warnings (printed: a plugin that failed to load) and the library's (logged: a settings file named on
+    purpose but absent, languages no plugin provides), which a one-shot run leaves to logging's last
+    resort, the message alone. The printed ones go to the daemon's log too; the logged ones are there as
+    its own log lines.
+
+    :param log: the daemon's stderr (its log file).
+    """
+
+    def __init__(self, log: IO[str]) -> None:
+        super().__init__()
+        self._log = log
+
+    def write(self, text: str) -> int:  # print(..., file=sys.stderr) while collecting
+        self._log.write(text)
+        return super().write(text)
+
+    @contextlib.contextmanager
+    def collecting(self) -> Iterator[None]:
+        """Collect for the body of the ``with``."""
+        handler = _Said(self)
+        logger = logging.getLogger("kandev_lsp")
+        logger.addHandler(handler)
+        try:
+            with contextlib.redirect_stderr(self):
+                yield
+        finally:
+            logger.removeHandler(handler)
+
+
+class _Said(logging.Handler):
+    """A warning logged while the service opens, as logging's last resort prints it: the message alone."""
+
+    def __init__(self, notices: _Notices) -> None:
+        super().__init__(logging.WARNING)
+        self._notices = notices
+
+    def emit(self, record: logging.LogRecord) -> None:
+        io.StringIO.write(self._notices, self.format(record) + "\n")  # not to the log: it has the record
 
 
 def _positive(value: Any) -> float | None:

@@ -12,7 +12,10 @@ caller's ``identity``, which must equal the daemon's (:mod:`~kandev_lsp.codedaem
 Replies: ``{"result": {...}}`` (the tool's result: the caller prints it and exits 0 or 1 as the one-shot
 path would), ``{"usage": "..."}`` (exit 2, nothing ran), ``{"error": "..."}`` (exit 1),
 ``{"stopped": pid}``, ``{"restart": "..."}`` (the daemon is stopping because its settings file changed:
-ask its successor) or ``{"mismatch": true}`` (another identity answers at this name).
+ask its successor) or ``{"mismatch": true}`` (another identity answers at this name). A result, an error
+and a refusal of the flags may carry ``"stderr"``: what a one-shot run of the same flags would have said
+on stderr as it started (a plugin that failed to load, a settings file named but absent), which the
+caller writes to its stderr.
 
 The peer's uid is read from the socket (``SO_PEERCRED``) on both ends and must be this process's own:
 the daemon drops any other caller unanswered, and a caller never trusts a socket another user serves.

@@ -216,6 +216,25 @@ def test_a_settings_file_that_turned_invalid_is_refused_as_the_one_shot_path_ref
     assert len(caller.daemons()) == 1
 
 
+def test_what_a_one_shot_call_says_on_stderr_at_its_start_every_warm_call_says_too(caller: Caller) -> None:
+    """The service's start-up notices (a settings file named on purpose but absent: issue 17 item 10; a
+    plugin that failed to load) go to stderr with every one-shot call. The daemon opens the service once:
+    each of its answers carries them, the cold one and the warm ones, until they no longer hold."""
+    caller.env["KANDEV_LSP_DISABLE_PLUGINS"] = "nosuch"  # a plugin warning, printed by the command line
+    absent = f"event=settings_file_missing path={json.dumps(str(caller.settings))}"
+    flags = ("code_navigate", "--json", json.dumps(REFERENCES))
+    one_shot = caller.run(*flags, "--no-daemon")
+    assert one_shot.returncode == 0 and absent in one_shot.stderr, one_shot.stderr
+    assert "kandev-lsp: warning: KANDEV_LSP_DISABLE_PLUGINS names 'nosuch'" in one_shot.stderr
+    cold, warm = caller.run(*flags), caller.run(*flags)
+    assert (cold.returncode, warm.returncode) == (0, 0)
+    assert cold.stderr == warm.stderr == one_shot.stderr
+    caller.settings.write_text("{}")  # the defaults' values: only the notice changes
+    later = caller.run(*flags)
+    assert later.returncode == 0 and absent not in later.stderr and "'nosuch'" in later.stderr
+    assert json.loads(later.stdout)["summary"] == "5 references · 2 files"
+
+
 def test_the_daemon_exits_when_its_workspace_is_removed(caller: Caller) -> None:
     assert caller.call("code_navigate", REFERENCES)[0] == 0
     log = caller.sockets()[0].with_suffix(".log")
