@@ -8,13 +8,7 @@ turn one into the other.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from kandev_lsp.errors import KandevLspError
-
-if TYPE_CHECKING:
-    from kandev_lsp.fileprobe import FileProbe
-    from kandev_lsp.taskenv import TaskEnvironment
 
 #: How many lines of an installer's output an error message quotes.
 TAIL_LINES = 20
@@ -33,20 +27,6 @@ def tool_not_found(command: str, reason: str) -> str:
 
     where = f" outside the task workspace ({reason})" if IN_WORKSPACE in reason else ""
     return f"{command} was not found on the task's PATH{where}"
-
-
-def missing_tools(
-    commands: tuple[str, ...], env: TaskEnvironment, workspace: str, probe: FileProbe, what_to_do: str
-) -> str | None:
-    """The first of ``commands`` the task lacks, said as :func:`tool_not_found` does, then ``what_to_do``;
-    None when the one lookup finds them all (an installer kind's ``missing_toolchain``)."""
-    from kandev_lsp.executables import locate
-
-    for command in commands:
-        found = locate(command, env, workspace, probe)
-        if found.path is None:
-            return f"{tool_not_found(command, found.reason)}. {what_to_do}"
-    return None
 
 
 class InstallError(KandevLspError):

@@ -14,7 +14,8 @@ import json
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
-from kandev_lsp.install.errors import InstallRequestError, digest_not_applicable, missing_tools
+from kandev_lsp.install.errors import InstallRequestError, digest_not_applicable
+from kandev_lsp.install.kinds import missing_tools
 from kandev_lsp.language import GoRecipe
 
 # The installer's helpers are imported where they run: the resolver imports this module to ask

@@ -110,4 +110,20 @@ class RecipeInstaller(Protocol):
         ...
 
 
-__all__ = ["InstallOptions", "RecipeInstaller"]
+def missing_tools(
+    commands: tuple[str, ...], env: TaskEnvironment, workspace: str, probe: FileProbe, what_to_do: str
+) -> str | None:
+    """The first of ``commands`` the task lacks, said as :func:`~kandev_lsp.install.errors.tool_not_found`
+    says it, then ``what_to_do``; None when the one lookup finds them all: a kind's
+    :meth:`RecipeInstaller.missing_toolchain`."""
+    from kandev_lsp.executables import locate
+    from kandev_lsp.install.errors import tool_not_found
+
+    for command in commands:
+        found = locate(command, env, workspace, probe)
+        if found.path is None:
+            return f"{tool_not_found(command, found.reason)}. {what_to_do}"
+    return None
+
+
+__all__ = ["InstallOptions", "RecipeInstaller", "missing_tools"]

@@ -24,7 +24,8 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from kandev_lsp.install.errors import digest_not_applicable, missing_tools
+from kandev_lsp.install.errors import digest_not_applicable
+from kandev_lsp.install.kinds import missing_tools
 from kandev_lsp.language import NpmRecipe
 
 # The installer's helpers are imported where they run: the resolver imports this module to ask
