@@ -7,8 +7,9 @@ numbers in its ``CloseCode`` enum) all read one source.
 
 Why a module of its own, importing nothing but :mod:`enum` (loaded anyway: the resolver's reasons are
 enums): ``kandev-lsp resolve --json`` reports the close code a missing server would get (``closeCode``),
-and it runs in short-lived processes on agentctl's hot path (issue 7 item 26). Reading the number from the stream's contract module pulled ``json`` and ``urllib.parse`` into
-every resolve, and had the resolver reach up into the stream layer for a constant.
+and it runs in short-lived processes on agentctl's hot path (issue 7 item 26). Reading the number from
+the stream's contract module pulled ``json`` and ``urllib.parse`` into every resolve, and had the resolver
+reach up into the stream layer for a constant.
 """
 
 from __future__ import annotations
