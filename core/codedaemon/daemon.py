@@ -30,6 +30,7 @@ import signal
 import socket
 import sys
 import time
+import traceback
 from collections.abc import Iterator, Mapping
 from typing import IO, TYPE_CHECKING, Any
 
@@ -317,8 +318,13 @@ class CodeDaemon:
         ctx = IntelContext(deadline=deadline, auto_approve=request.get("autoApprove") is True)
         try:
             result = await self._service.dispatch(tool, request.get("payload"), ctx)
-        except Exception as error:  # a one-shot run would end in this traceback: here it is logged
-            _log.exception("event=code_daemon_call_failed tool=%s", spec.name)
+        except Exception as error:
+            # A one-shot run would end in this traceback. The log keeps where it was raised, never the
+            # exception's message: that may quote the call's text (a replacement's source) or a secret.
+            where = "".join(traceback.format_tb(error.__traceback__)).rstrip()
+            _log.error(
+                "event=code_daemon_call_failed tool=%s error=%s\n%s", spec.name, type(error).__name__, where
+            )
             failed = f"the call failed in the daemon ({type(error).__name__}; its log: {self.files.log})"
             return self._noticed({"error": failed})
         expires = result.get("expiresInSeconds")

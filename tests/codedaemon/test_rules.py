@@ -422,3 +422,29 @@ def test_a_call_waits_for_the_start_lock_only_while_the_daemon_starts(
         daemon.close()
         first.join(20)
         second.join(20)
+
+
+def test_a_call_that_fails_in_the_daemon_logs_where_never_what(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A tool that raises: the caller is told it failed and where the log is; the log gets the exception's
+    type and where it was raised, never its message, which may quote the call's text (a replacement's
+    source, a symbol) or a secret."""
+    secret = "def leaked(): return 'SECRET-SOURCE-TEXT'"
+
+    class Failing:
+        async def dispatch(self, tool: str, payload: Any, ctx: Any) -> dict[str, Any]:
+            raise ValueError(f"cannot place {payload['text']!r}")
+
+    files = DaemonFiles.of_socket(str(tmp_path / "code-x.sock"))
+    start = {"files": files._asdict(), "identity": {"roots": [str(tmp_path)]}, "token": "t"}
+    daemon = CodeDaemon(start, io.BytesIO())
+    daemon._service = Failing()  # type: ignore[assignment]
+    request = {"tool": "code_insert", "payload": {"text": secret}, "deadline": 5}
+    with caplog.at_level("ERROR", logger="kandev_lsp.codedaemon"):
+        reply = asyncio.run(daemon._call(request))
+    assert reply == {"error": f"the call failed in the daemon (ValueError; its log: {files.log})"}
+    logged = "\n".join(caplog.text.splitlines())
+    assert "event=code_daemon_call_failed tool=code_insert error=ValueError" in logged
+    assert "in dispatch" in logged  # where: the frames
+    assert "SECRET-SOURCE-TEXT" not in logged
