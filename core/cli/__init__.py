@@ -15,6 +15,9 @@ argparse's errors and any error whose ``failure`` is ``usage``; 13 unknown langu
 failure; 141 (128 + SIGPIPE) when the reader of stdout went away, as in ``kandev-lsp plugins --json |
 head``: then nothing more is written and no traceback is printed). An error reaching :func:`main` exits
 with the status of its :attr:`~kandev_lsp.errors.KandevLspError.failure`.
+
+A standard stream the command was started without (``>&-``) is the null device for it
+(:func:`_open_closed_standard_streams`).
 """
 
 from __future__ import annotations
@@ -101,6 +104,7 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     arguments = list(sys.argv[1:] if argv is None else argv)
+    _open_closed_standard_streams()
     try:
         status = _main(arguments)
         # Inside the try: a buffered stdout would otherwise fail at exit. ``run`` hands stdout to its
@@ -133,6 +137,34 @@ def _main(arguments: list[str]) -> int:
         return status
     except KeyboardInterrupt:
         return ExitStatus.INTERRUPTED
+
+
+#: The standard streams: descriptor, ``sys`` attribute, ``open`` mode (stderr line-buffered, as Python's).
+_STANDARD_STREAMS = ((0, "stdin", "r", -1), (1, "stdout", "w", -1), (2, "stderr", "w", 1))
+
+
+def _open_closed_standard_streams() -> None:
+    """Put the null device on a standard descriptor the command was started without (``kandev-lsp ...
+    >&-``, ``<&-``, ``2>&-``), as ``>/dev/null`` would have.
+
+    Python starts such a process with ``sys.stdout`` (or stdin, stderr) set to None, so every answer
+    printed, JSON dumped or stdio bridge opened raised AttributeError (a traceback instead of the answer),
+    and a message printed to a missing stderr went to stdout instead, where ``run`` speaks LSP. Worse, the
+    next file or pipe the process opens takes the free number: a server's pipe would become "stdout". With
+    the null device there, a closed stdin is an input that has ended (``run`` and ``mcp`` end as when the
+    editor closes it at once) and output to a closed stream is dropped. Descriptors are tried in order, so
+    each ``os.open`` lands on the lowest closed one."""
+    for fd, name, mode, buffering in _STANDARD_STREAMS:
+        try:
+            os.fstat(fd)
+            continue  # open: whatever it is, it is the caller's
+        except OSError:
+            pass
+        null = os.open(os.devnull, os.O_RDONLY if mode == "r" else os.O_WRONLY)
+        if null != fd:
+            os.dup2(null, fd)
+            os.close(null)
+        setattr(sys, name, open(fd, mode, buffering=buffering, encoding="utf-8", closefd=False))  # noqa: SIM115
 
 
 def _silence_stdout() -> None:
