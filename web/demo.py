@@ -4,7 +4,7 @@ Starts the three processes an embedding has, on a small example workspace (``web
 ``--workspace``): a task host (``kandev-lsp serve``), ``kandev-lsp broker`` with browser continuity on and
 this page's origin allowed, and the demo embedder backend (``web/embedder.py``), which holds the broker's
 token and mints a ticket per connection for the page. Prints the page's URL; Ctrl-C stops everything
-(the broker stops each language server first). The language server is installed on first use into
+(the broker stops each language server first), and so do SIGTERM and SIGHUP (a closed terminal). The language server is installed on first use into
 ``~/.kandev/lsp-servers`` (the task host's managed cache) when it is missing.
 """
 
@@ -72,7 +72,40 @@ def child(
             process.stdout.close()
 
 
+#: What stops the demo: Ctrl-C, ``kill``, and the terminal closing.
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+
+
+class Stopped(Exception):
+    """A stop signal arrived: unwinding stops the children in reverse order and removes the tokens."""
+
+
+def _stop(signum: int, _frame: object) -> None:
+    for stop_signal in STOP_SIGNALS:  # the children are being stopped now: a second signal waits for it
+        signal.signal(stop_signal, signal.SIG_IGN)
+    raise Stopped(signal.Signals(signum).name)
+
+
+def stop_on_signals() -> None:
+    """Turn every stop signal into :class:`Stopped`, wherever the demo is (starting its children too).
+
+    Each child runs in a session of its own, so only the demo hears the terminal: had a signal killed it
+    (SIGHUP's default), serve, the broker, the backend and pyright would run on, with the tokens left in
+    the temporary folder. SIGINT is handled even when it was inherited ignored, as a script's background
+    job inherits it, so that ``kill -INT`` (and the tests' Ctrl-C) still stop the demo."""
+    for stop_signal in STOP_SIGNALS:
+        signal.signal(stop_signal, _stop)
+
+
 def main(argv: list[str] | None = None) -> int:
+    stop_on_signals()
+    try:
+        return run(argv)
+    except Stopped:
+        return 0
+
+
+def run(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--workspace", type=Path, default=WEB / "example", help="the task's workspace")
     parser.add_argument("--file", default="greetings.py", help="the file to edit, relative to the workspace")
@@ -164,14 +197,18 @@ def main(argv: list[str] | None = None) -> int:
         print(
             f"demo: open {url} (Ctrl-C stops the page, the broker and the language server)", file=sys.stderr
         )
-        signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
-        try:
-            while all(process.poll() is None for process in (embedder, broker, serve)):
-                time.sleep(0.5)  # until one of them ends, or Ctrl-C
-        except KeyboardInterrupt:
-            pass
-        # Stopped in reverse: the page's backend, then the broker (it stops every lease's server), then serve.
-    return 0
+        # Until one of them ends, or a stop signal (Stopped): either way the block ends, which stops them
+        # in reverse: the page's backend, then the broker (it stops every lease's server), then serve.
+        children = {"the demo backend": embedder, "kandev-lsp broker": broker, "kandev-lsp serve": serve}
+        while all(process.poll() is None for process in children.values()):
+            time.sleep(0.5)
+        ended = ", ".join(
+            f"{name} (exit status {process.returncode})"
+            for name, process in children.items()
+            if process.returncode is not None
+        )
+        print(f"demo: {ended} ended by itself; stopping the rest", file=sys.stderr)
+    return 1
 
 
 if __name__ == "__main__":

@@ -1,5 +1,6 @@
 """web/README.md's second command, ``web/demo.py``, as a user runs it: it prints the page's URL, the page
-shows pyright's marker in Chromium, and Ctrl-C (SIGINT) stops everything it started (issue 18 item 12)."""
+shows pyright's marker in Chromium, and Ctrl-C (SIGINT) stops everything it started (issue 18 item 12);
+so does a closed terminal (SIGHUP), and Ctrl-C when the demo inherited SIGINT ignored."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import signal
 import subprocess
 import sys
 import uuid
+from pathlib import Path
 
 import pytest
 from cdp import Cdp, Page
@@ -69,3 +71,49 @@ def _run_the_demo(demo: subprocess.Popen[str], chromium: Chromium, tag: str) -> 
     _, errors = demo.communicate(timeout=60)
     assert demo.returncode == 0 and "Traceback" not in errors, errors
     assert processes_tagged(TAG, tag) == []
+
+
+@pytest.mark.parametrize(
+    ("launch", "signum"),
+    [
+        ([], signal.SIGHUP),  # the terminal closed
+        (["bash", "-c", 'trap "" INT; exec "$@"', "bash"], signal.SIGINT),  # a script's background job
+    ],
+    ids=["sighup", "sigint-inherited-ignored"],
+)
+def test_a_closed_terminal_or_an_ignored_sigint_still_stops_everything_the_demo_started(
+    launch: list[str], signum: signal.Signals, tmp_path: Path
+) -> None:
+    """Before, SIGHUP killed the demo alone (serve, the broker and the backend ran on, their tokens left
+    in the temporary folder), and with SIGINT inherited ignored (``scripts/test &`` from a script) Ctrl-C
+    never reached it: the first test of this module then failed after its 60 s wait."""
+    tag = uuid.uuid4().hex
+    temporary = tmp_path / "tmp"
+    temporary.mkdir()
+    environ = {
+        **{key: value for key, value in os.environ.items() if not key.startswith("KANDEV_")},
+        "TMPDIR": str(temporary),  # where the demo keeps the tokens
+        TAG: tag,
+    }
+    with subprocess.Popen(
+        [*launch, sys.executable, str(WEB / "demo.py"), "--quiet"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=environ,
+        text=True,
+    ) as demo:
+        try:
+            assert demo.stdout is not None and demo.stderr is not None
+            assert json.loads(demo.stdout.readline() or "{}").get("event") == "listening", demo.stderr.read()
+            assert len(processes_tagged(TAG, tag)) >= 4  # the demo, serve, the broker, the backend
+            assert list(temporary.glob("kandev-lsp-demo-*"))
+            demo.send_signal(signum)
+            _, errors = demo.communicate(timeout=60)
+            assert demo.returncode == 0 and "Traceback" not in errors, errors
+            assert processes_tagged(TAG, tag) == []
+            assert list(temporary.glob("kandev-lsp-demo-*")) == []
+        finally:
+            if demo.poll() is None:
+                demo.kill()
+                demo.wait()
+            reap(tag)
