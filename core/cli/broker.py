@@ -14,7 +14,12 @@ from typing import TYPE_CHECKING, Any
 from kandev_lsp.broker.config import DEFAULT_DETACH_TIMEOUT  # these three are pure: no websockets
 from kandev_lsp.broker.leases import ClaimPolicy
 from kandev_lsp.broker.tickets import DEFAULT_TICKET_TTL, MAX_TICKET_TTL
-from kandev_lsp.cli.serve import add_allow_origin_argument, add_log_level_argument, configure_logging
+from kandev_lsp.cli.serve import (
+    add_allow_origin_argument,
+    add_listen_arguments,
+    add_log_level_argument,
+    configure_logging,
+)
 
 if TYPE_CHECKING:
     from kandev_lsp.broker.auth import Authorizer
@@ -47,10 +52,7 @@ def add_broker_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentPa
         required=True,
         help="the execution directory: a JSON file mapping sessions to task hosts' stream URLs",
     )
-    parser.add_argument(
-        "--host", default="127.0.0.1", help="address to bind (default: 127.0.0.1, loopback only)"
-    )
-    parser.add_argument("--port", type=int, default=0, help="port to bind (default: 0, pick a free one)")
+    add_listen_arguments(parser)
     parser.add_argument(
         "--token-file",
         metavar="FILE",

@@ -42,6 +42,27 @@ def add_log_level_argument(parser: argparse.ArgumentParser, default: str) -> Non
     )
 
 
+def add_listen_arguments(parser: argparse.ArgumentParser) -> None:
+    """``--host`` and ``--port``, the address a listening command binds (``serve``, ``broker``)."""
+    parser.add_argument(
+        "--host", default="127.0.0.1", help="address to bind (default: 127.0.0.1, loopback only)"
+    )
+    parser.add_argument(
+        "--port", type=_port, default=0, help="port to bind, 0-65535 (default: 0, pick a free one)"
+    )
+
+
+def _port(value: str) -> int:
+    """A TCP port, checked here: the socket's bind would raise OverflowError (a traceback, exit 1)."""
+    try:
+        number = int(value)
+    except ValueError:
+        number = -1
+    if not 0 <= number <= 65535:
+        raise argparse.ArgumentTypeError(f"{value!r} is not a port: give 0-65535 (0 picks a free one)")
+    return number
+
+
 def add_allow_origin_argument(parser: argparse.ArgumentParser, default: str) -> None:
     """``--allow-origin ORIGIN``, repeatable: the browser origins whose pages may connect (see
     :mod:`kandev_lsp.stream.origins`); checked here so a typo exits 2 before anything listens."""
@@ -117,10 +138,7 @@ def add_serve_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentPar
         ),
     )
     add_stream_task_arguments(parser)
-    parser.add_argument(
-        "--host", default="127.0.0.1", help="address to bind (default: 127.0.0.1, loopback only)"
-    )
-    parser.add_argument("--port", type=int, default=0, help="port to bind (default: 0, pick a free one)")
+    add_listen_arguments(parser)
     parser.add_argument(
         "--token-file",
         metavar="FILE",

@@ -43,6 +43,9 @@ USAGE = [
     ["resolve", "go", "--platform", "windows"],
     ["run", "go", "--env", "NOEQUALS"],
     ["config", "go", "--bogus"],
+    ["serve", "--port", "70000"],  # not a port: the bind raised OverflowError (a traceback, exit 1)
+    ["serve", "--port", "-1"],
+    ["broker", "--directory", "sessions.json", "--port", "65536"],
 ]
 
 
