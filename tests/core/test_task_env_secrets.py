@@ -140,9 +140,31 @@ def test_run_never_hands_the_tokens_to_the_server(dump: EnvDump) -> None:
     dump.assert_no_secret()
 
 
-def test_code_never_hands_the_tokens_to_the_server(dump: EnvDump) -> None:
-    cli(dump, "code", "code_symbols", *dump.flags(), "--json", '{"path": "main.go"}')
-    dump.assert_no_secret()
+@pytest.mark.parametrize("path", ["warm daemon", "one-shot"])
+def test_code_never_hands_the_tokens_to_the_server(dump: EnvDump, path: str) -> None:
+    """Through the warm daemon (``code``'s default: the daemon holds kandev-lsp's environment, the server it
+    starts must not) and the one-shot path. The daemon gets a runtime folder of this test's own, and is
+    stopped and gone before the test ends."""
+    import shutil
+    import tempfile
+    import time
+
+    runtime = tempfile.mkdtemp(prefix="kdt")  # short: a socket path takes 107 bytes at most
+    dump.environ["KANDEV_LSP_RUNTIME_DIR"] = runtime
+    one_shot = ["--no-daemon"] if path == "one-shot" else []
+    try:
+        done = cli(dump, "code", "code_symbols", *dump.flags(), "--json", '{"path": "main.go"}', *one_shot)
+        assert "warning" not in done.stderr, done.stderr  # answered by the path this test is about
+        dump.assert_no_secret()
+    finally:
+        stop = cli(dump, "code", "--stop", "--workspace", str(dump.workspace))
+        stopped = json.loads(stop.stdout)["stopped"]
+        deadline = time.monotonic() + 30
+        while any(os.path.exists(f"/proc/{pid}") for pid in stopped) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        shutil.rmtree(runtime, ignore_errors=True)
+    assert len(stopped) == (0 if one_shot else 1)
+    assert not any(os.path.exists(f"/proc/{pid}") for pid in stopped), "the daemon outlived its --stop"
 
 
 def test_serve_never_hands_its_token_to_the_server(dump: EnvDump) -> None:
