@@ -48,6 +48,30 @@ def pytest_configure(config: pytest.Config) -> None:
     log.setLevel(logging.DEBUG)
 
 
+@pytest.fixture(scope="session", autouse=True)
+def private_runtime_folder() -> Iterator[None]:
+    """The warm ``kandev-lsp code`` daemons of the whole run live in a runtime folder of the run's own
+    (``KANDEV_LSP_RUNTIME_DIR``, inherited by every command a test starts with this environment), never
+    in the machine's ``$XDG_RUNTIME_DIR`` or ``/tmp/kandev-lsp-<uid>``, where they would outlive the run
+    and serve later ones. Removing the folder at the end stops any daemon a test left: a daemon whose
+    socket is gone stops by itself, and its servers with it. (tests/codedaemon gives each test a folder
+    of its own and checks its daemons gone.)"""
+    import shutil
+    import tempfile
+
+    folder = tempfile.mkdtemp(prefix="kdrun")  # short: a socket path may have at most 107 bytes
+    previous = os.environ.get("KANDEV_LSP_RUNTIME_DIR")
+    os.environ["KANDEV_LSP_RUNTIME_DIR"] = folder
+    try:
+        yield
+    finally:
+        if previous is None:
+            os.environ.pop("KANDEV_LSP_RUNTIME_DIR", None)
+        else:
+            os.environ["KANDEV_LSP_RUNTIME_DIR"] = previous
+        shutil.rmtree(folder, ignore_errors=True)
+
+
 @pytest.fixture(scope="session")
 def real_servers(tmp_path_factory: pytest.TempPathFactory) -> RealServers:
     """pyright and typescript-language-server in the managed cache of a HOME of their own (real npm)."""
