@@ -43,7 +43,7 @@ def test_the_ground_floor_imports_nothing_above_it() -> None:
         assert ours <= {"fileprobe", "platform", "taskenv", "errors", "_values"}, name
 
 
-def _import_cycles(package: str) -> list[list[str]]:
+def import_cycles(package: str) -> list[list[str]]:
     """The circles among ``package``'s own modules (strongly connected groups of two or more), where an
     import at any depth counts, ``TYPE_CHECKING`` ones included: a circle there is still a circle to read."""
     files = {f"kandev_lsp.{package}.{path.stem}": path for path in (CORE / package).glob("*.py")}
@@ -80,4 +80,4 @@ def _import_cycles(package: str) -> list[list[str]]:
 def test_the_install_and_process_packages_import_in_one_direction(package: str) -> None:
     # install/: the registry imports the kinds, the kinds implement install/kinds.py and never import the
     # registry; process/: _owned hands children to the supervisor, which knows them only as Stoppable.
-    assert _import_cycles(package) == []
+    assert import_cycles(package) == []
