@@ -162,16 +162,13 @@ export class LeaseClient {
 
   async _connect() {
     const { brokerUrl, sessionId, language, autoInstall } = this.options;
-    if (this.attempt) {
-      this._setState('reconnecting', `reconnecting, attempt ${this.attempt} of ${RECONNECT_DELAYS_MS.length}`);
-    } else {
-      this._setState('connecting', 'connecting');
-    }
+    // A reconnect keeps the state _lost set: it says what was lost and why until the attempt succeeds.
+    if (!this.attempt) this._setState('connecting', 'connecting');
     let ticket;
     try {
       ticket = await this.options.fetchTicket();
     } catch (error) {
-      this._lost(1006, `no ticket: ${error.message}`);
+      this._lost(1006, `no ticket from the backend: ${error.message}`);
       return;
     }
     const url = new URL(`/lsp/${encodeURIComponent(sessionId)}`, brokerUrl);
@@ -277,18 +274,17 @@ export class LeaseClient {
       this._setState('error', `the connection closed (${code}) before the stop was acknowledged`);
       return;
     }
+    const why = `${outcome.message} (${code})${reason ? `: ${reason}` : ''}`;
     if (!outcome.retry) {
-      const detail = reason ? `: ${reason}` : '';
-      this._setState(outcome.state, `${outcome.message} (${code})${detail}`, outcome.offerRetry);
+      this._setState(outcome.state, why, outcome.offerRetry);
       return;
     }
     if (this.attempt >= RECONNECT_DELAYS_MS.length) {
-      this._setState('error', `${outcome.message} (${code}); automatic reconnects failed`, true);
+      this._setState('error', `${why}; automatic reconnects failed`, true);
       return;
     }
     const delay = RECONNECT_DELAYS_MS[this.attempt++];
-    this._setState('reconnecting',
-      `${outcome.message} (${code}); reconnecting, attempt ${this.attempt} of ${RECONNECT_DELAYS_MS.length}`);
+    this._setState('reconnecting', `${why}; reconnecting, attempt ${this.attempt} of ${RECONNECT_DELAYS_MS.length}`);
     this._timer = setTimeout(() => this._connect(), delay);
   }
 

@@ -295,9 +295,19 @@ def _frames(page: Page, method: str) -> list[dict[str, Any]]:
 async def answer_tickets_with(page: Page, ticket: str) -> list[str]:
     """Answer the tab's ticket requests with ``ticket`` (a backend handing out a spent one), through
     Chromium's request interception; the list of requests answered so far."""
+    return await _answer_tickets(page, 200, {"ticket": ticket, "expiresIn": 30})
+
+
+async def refuse_tickets_with(page: Page, status: int, message: str) -> list[str]:
+    """Answer the tab's ticket requests with an HTTP error (a backend that mints none, as the demo's says
+    it); the list of requests answered so far."""
+    return await _answer_tickets(page, status, {"error": "refused", "message": message})
+
+
+async def _answer_tickets(page: Page, status: int, answer: dict[str, Any]) -> list[str]:
     answered: list[str] = []
     replies: list[asyncio.Future[dict[str, Any]]] = []
-    body = base64.b64encode(json.dumps({"ticket": ticket, "expiresIn": 30}).encode()).decode()
+    body = base64.b64encode(json.dumps(answer).encode()).decode()
 
     def fulfil(event: dict[str, Any]) -> None:
         if event["method"] != "Fetch.requestPaused":
@@ -305,7 +315,7 @@ async def answer_tickets_with(page: Page, ticket: str) -> list[str]:
         answered.append(event["params"]["requestId"])
         reply = {
             "requestId": event["params"]["requestId"],
-            "responseCode": 200,
+            "responseCode": status,
             "responseHeaders": [{"name": "Content-Type", "value": "application/json"}],
             "body": body,
         }

@@ -28,6 +28,7 @@ from pagekit import (
     frames_sent,
     markers,
     offered_tickets,
+    refuse_tickets_with,
     running_stack,
     sockets_opened,
     state,
@@ -245,5 +246,22 @@ def test_a_broker_restart_is_retried_with_a_fresh_ticket_and_the_page_comes_back
         tickets = offered_tickets(page)
         assert len(set(tickets)) == len(tickets) >= 2  # a fresh ticket for every attempt
         await stop_and_check_nothing_runs(page, stack)
+
+    run(chromium, scenario)
+
+
+def test_a_backend_that_mints_no_ticket_is_named_while_the_page_retries(
+    chromium: Chromium, stack: Stack
+) -> None:
+    """The backend's own reason reaches the status line: before, the page said only "the connection was
+    lost (1006)" (then "reconnecting, attempt 1 of 5"), as for a network failure, and dropped why."""
+
+    async def scenario(cdp: Cdp, page: Page) -> None:
+        answered = await refuse_tickets_with(page, 403, "your session has ended: sign in again")
+        await page.goto(stack.page_url)
+        text = await state(page, "reconnecting")
+        assert "no ticket from the backend: your session has ended: sign in again" in text, text
+        assert answered and sockets_opened(page) == 0  # no ticket, no socket
+        assert stack.servers() == []
 
     run(chromium, scenario)
