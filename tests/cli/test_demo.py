@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import re
+import signal
 import subprocess
 import uuid
 from pathlib import Path
@@ -57,6 +58,42 @@ def test_the_demo_installs_the_servers_and_shows_the_mistake_and_the_definition(
     assert "installing: npm install pyright@1.1.414" in result.stderr  # really installed, progress shown
     # `kandev-lsp code`'s warm daemon and its servers were stopped when the demo ended (--stop asks;
     # the last of them may still be on its way out).
+    assert wait_until(lambda: not processes_tagged(TAG_VARIABLE, tag), timeout=20)
+
+
+@pytest.mark.real_server
+@pytest.mark.parametrize(
+    "launch",
+    [[], ["bash", "-c", 'trap "" INT; exec "$@"', "bash"]],  # the second: a script's background job
+    ids=["sigint", "sigint-inherited-ignored"],
+)
+def test_ctrl_c_stops_the_demo_cleanly(launch: list[str], real_servers: RealServers, tmp_path: Path) -> None:
+    """Before, Ctrl-C printed a KeyboardInterrupt traceback (subprocess.run then killed the running
+    ``kandev-lsp`` 0.25 s later, whatever it was cleaning up), and a demo that inherited SIGINT ignored
+    could not be interrupted at all: it ran to the end and exited 0."""
+    tag = uuid.uuid4().hex
+    env = {**os.environ, "HOME": str(real_servers.home), "npm_config_cache": str(real_servers.npm_cache)}
+    with subprocess.Popen(
+        [*launch, str(DEMO)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**env, TAG_VARIABLE: tag},
+    ) as running:
+        try:
+            assert running.stdout is not None
+            assert running.stdout.readline().startswith("kandev-lsp demo: ")
+            # `kandev-lsp install python` runs (the demo and it carry the tag): interrupt the demo there
+            assert wait_until(lambda: len(processes_tagged(TAG_VARIABLE, tag)) >= 2, timeout=20)
+            running.send_signal(signal.SIGINT)
+            _, errors = running.communicate(timeout=120)
+        finally:
+            if running.poll() is None:
+                running.kill()
+                running.wait()
+    assert running.returncode == 130, errors
+    assert "Traceback" not in errors, errors
+    assert "demo: interrupted (SIGINT); what it started is stopped" in errors
     assert wait_until(lambda: not processes_tagged(TAG_VARIABLE, tag), timeout=20)
 
 
