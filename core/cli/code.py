@@ -16,8 +16,8 @@ the edits ``--auto-approve`` never applies (file creations, renames, deletions, 
 B7.4); a one-shot run's transaction dies with it.
 
 Exit status: 0 when the result is ``ok``, 1 when the tool answered ``ok: false`` (or the daemon was lost
-during the call), 2 usage (an unknown tool name included: nothing ran; a disabled tool is the tool's
-refusal, 1). ``--deadline SECONDS`` is the call's budget (default 60: a first call is a cold start).
+during the call, or a workspace is missing or unreadable, as in every command), 2 usage (an unknown tool
+name included: nothing ran; a disabled tool is the tool's refusal, 1). ``--deadline SECONDS`` is the call's budget (default 60: a first call is a cold start).
 """
 
 from __future__ import annotations
@@ -91,18 +91,18 @@ def add_intel_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def workspace_folders(args: argparse.Namespace) -> list[str]:
-    """The workspace roots the flags name (absolute; default: the current folder).
+    """The workspace roots the flags name (absolute; default: the current folder), each checked by the
+    one workspace check every command makes (:func:`~kandev_lsp.workspace_access.check_workspace`).
 
-    :raises UsageError: a root is not an existing folder.
-    :raises WorkspaceUnavailable: a root cannot be read ("workspace ... is not accessible").
+    :raises WorkspaceUnavailable: a root is missing, not a folder, or cannot be read: a reported failure
+        (exit 1) as in ``run`` and ``serve``, not a usage error: the flag was well-formed, the folder it
+        names is not there.
     """
     from kandev_lsp.workspace_access import check_workspace
 
     folders = [os.path.abspath(folder) for folder in args.workspace] or [os.getcwd()]
     for folder in folders:
-        if not os.path.isdir(folder):
-            raise UsageError(f"--workspace {folder}: not an existing folder")
-        check_workspace(folder)  # readable, or "workspace ... is not accessible (permission denied)"
+        check_workspace(folder)
     return folders
 
 
@@ -153,7 +153,8 @@ def add_code_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentPars
             "a background daemon that keeps the servers warm (a private Unix socket; it exits after "
             "--idle-timeout seconds without a call, or on --stop); later calls get warm answers. "
             "--no-daemon starts and stops the servers in this call instead, as Windows always does. "
-            "Exit status: 0 ok, 1 the tool answered ok: false, 2 usage."
+            "Exit status: 0 ok, 1 the tool answered ok: false (or a workspace is missing or unreadable), "
+            "2 usage."
         ),
     )
     parser.add_argument(

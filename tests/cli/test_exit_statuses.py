@@ -97,6 +97,33 @@ def test_a_missing_server_has_the_same_status_in_every_command(
     assert result.returncode == status, result.stdout + result.stderr
 
 
+#: Every command that takes a workspace to serve, with what it needs besides.
+SERVING = [
+    ["code", "code_hover", "--json", "{}"],
+    ["code", "code_hover", "--json", "{}", "--no-daemon"],
+    ["mcp"],
+    ["run", "python"],
+    ["serve"],
+]
+
+
+@pytest.mark.parametrize("args", SERVING, ids=" ".join)
+@pytest.mark.parametrize("what", ["missing", "a file"])
+def test_a_workspace_that_is_not_a_folder_is_a_reported_failure_in_every_command(
+    args: list[str], what: str, tmp_path: Path
+) -> None:
+    """The README's table: a named file or folder that is missing is a reported failure (1), not a usage
+    error (2): the flag was well-formed. Every command says it the same way, nothing started."""
+    workspace = tmp_path / "ws"
+    if what == "a file":
+        workspace.write_text("")
+    result = kandev(*args, "--workspace", str(workspace), env={"HOME": str(tmp_path)}, cwd=tmp_path)
+    assert result.returncode == ExitStatus.FAILED, result.stdout + result.stderr
+    kind = "is not an existing folder" if what == "missing" else "is not a folder"
+    assert result.stderr == f"kandev-lsp: the workspace {workspace} {kind}; pass --workspace DIR\n"
+    assert result.stdout == ""
+
+
 def test_install_json_names_the_kind_of_failure(tmp_path: Path) -> None:
     result = kandev("install", "python", "--json", "--env", "HOME=relative", "--workspace", str(tmp_path))
     assert json.loads(result.stdout)["status"] == "cache_unavailable"

@@ -27,7 +27,7 @@ def test_usage_errors_and_failed_results(tmp_path: Path) -> None:
     bad_json = _run(["code", "code_symbols", "--workspace", str(tmp_path), "--json", "{nope"], env)
     assert bad_json.returncode == 2 and "--json is not JSON" in bad_json.stderr
     missing = _run(["code", "code_symbols", "--workspace", str(tmp_path / "absent")], env)
-    assert missing.returncode == 2 and "not an existing folder" in missing.stderr
+    assert missing.returncode == 1 and "not an existing folder" in missing.stderr  # a reported failure
     unknown = _run(["code", "code_nope", "--workspace", str(tmp_path), "--json", "{}"], env)
     assert unknown.returncode == 2 and unknown.stdout == ""  # a usage error: nothing ran
     assert "no tool 'code_nope'" in unknown.stderr and "code_navigate" in unknown.stderr
