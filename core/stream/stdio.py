@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import sys
-from collections.abc import AsyncGenerator
+from collections.abc import AsyncGenerator, Callable
 from typing import BinaryIO
 
 from kandev_lsp.errors import KandevLspError
@@ -155,11 +155,16 @@ class _WatchedReaderProtocol(asyncio.StreamReaderProtocol):
         super().connection_lost(exc)
 
 
-async def _connect_reader(stream: BinaryIO) -> tuple[asyncio.StreamReader, asyncio.Event]:
+_Input = tuple[asyncio.StreamReader, asyncio.Event, asyncio.BaseTransport | None]
+
+
+async def _connect_reader(stream: BinaryIO) -> _Input:
+    """The editor's input: its reader, the event set when it ends, and its transport (``None`` for the
+    null device, which has ended already)."""
     fd = stream.fileno()
     if not _watchable(fd):
         if _is_null_device(fd):  # `run LANG < /dev/null`: end of input at once, as a closed pipe
-            return _ended_input()
+            return (*_ended_input(), None)
         import os
         import stat
 
@@ -169,16 +174,33 @@ async def _connect_reader(stream: BinaryIO) -> tuple[asyncio.StreamReader, async
     reader = asyncio.StreamReader(limit=2**20)
     closed = asyncio.Event()
     try:
-        await loop.connect_read_pipe(lambda: _WatchedReaderProtocol(reader, closed), stream)
+        transport, _ = await loop.connect_read_pipe(lambda: _WatchedReaderProtocol(reader, closed), stream)
     except ValueError:  # epoll refuses regular files
         raise _not_a_pipe("stdin") from None
-    return reader, closed
+    return reader, closed, transport
 
 
-async def _connect_writer(stream: BinaryIO) -> asyncio.StreamWriter:
+class _WatchedWriterProtocol(asyncio.streams.FlowControlMixin):
+    """stdout's protocol, which calls ``on_lost`` when the pipe is gone.
+
+    asyncio's write pipe transport watches a pipe for its reader closing (the editor quit, or read all it
+    wanted: ``| head -c 10``) and reports it here at once, with or without a write pending. Without this
+    hook nobody heard it until the server's next message failed to go out: a server that had nothing
+    more to say kept ``run`` and itself running for as long as the editor's stdin stayed open."""
+
+    def __init__(self, on_lost: Callable[[], None]) -> None:
+        super().__init__()
+        self._on_lost = on_lost
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        super().connection_lost(exc)
+        self._on_lost()
+
+
+async def _connect_writer(stream: BinaryIO, on_lost: Callable[[], None]) -> asyncio.StreamWriter:
     loop = asyncio.get_running_loop()
     try:
-        transport, protocol = await loop.connect_write_pipe(asyncio.streams.FlowControlMixin, stream)
+        transport, protocol = await loop.connect_write_pipe(lambda: _WatchedWriterProtocol(on_lost), stream)
     except ValueError:
         raise _not_a_pipe("stdout") from None
     return asyncio.StreamWriter(transport, protocol, None, loop)
@@ -188,7 +210,16 @@ async def open_stdio(
     limits: BridgeLimits, *, stdin: BinaryIO | None = None, stdout: BinaryIO | None = None
 ) -> StdioChannel:
     """The process's own stdin and stdout (or the given pipes) as a channel (stdout must carry nothing
-    else from now on)."""
-    reader, closed = await _connect_reader(stdin if stdin is not None else sys.stdin.buffer)
-    writer = await _connect_writer(stdout if stdout is not None else sys.stdout.buffer)
+    else from now on).
+
+    The editor closing its end of stdout is the editor leaving, as closing stdin is: the input is closed
+    with it, so the bridge ends as ``client_closed`` (and an install in progress is cancelled) whether or
+    not the server writes again (docs/stream-contract.md, ``run``'s exit status)."""
+    reader, closed, input_transport = await _connect_reader(stdin if stdin is not None else sys.stdin.buffer)
+
+    def output_lost() -> None:
+        if input_transport is not None:
+            input_transport.close()  # the reader gets what is buffered, then its end (feed_eof)
+
+    writer = await _connect_writer(stdout if stdout is not None else sys.stdout.buffer, output_lost)
     return StdioChannel(reader, writer, limits, closed)

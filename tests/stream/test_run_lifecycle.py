@@ -130,9 +130,11 @@ def _staging(home: Path, language: str) -> list[str]:
     return [str(path) for path in folder.rglob("*staging*")] if folder.exists() else []
 
 
-def test_run_install_is_cancelled_when_the_editor_closes_its_input(kit: StreamKit) -> None:
+@pytest.mark.parametrize("closes", ["stdin", "stdout"])
+def test_run_install_is_cancelled_when_the_editor_closes_its_input(kit: StreamKit, closes: str) -> None:
     """In process, with the test kit's stalled release download: the editor sends initialize, then
-    closes its input while the install waits; ``run`` cancels the install and returns at once."""
+    closes its input (or its end of run's output, keeping the input open) while the install waits;
+    ``run`` cancels the install and returns at once."""
 
     async def scenario() -> None:
         plugins = kit.plugins()
@@ -149,18 +151,19 @@ def test_run_install_is_cancelled_when_the_editor_closes_its_input(kit: StreamKi
             assert _staging(kit.home, "fake-slow")
             body = b'{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"capabilities":{}}}'
             os.write(run_in, b"Content-Length: %d\r\n\r\n" % len(body) + body)
-            os.close(run_in)  # the editor quit (or gave up waiting)
+            os.close(run_in if closes == "stdin" else run_out)  # the editor quit (or gave up waiting)
             async with asyncio.timeout(10):
                 status = await run
             assert status == 0
             assert not _staging(kit.home, "fake-slow")
             assert not (kit.home / ".kandev" / "lsp-servers" / "fake-slow" / "current").exists()
-            assert os.read(run_out, 100) == b""  # nothing was written to the editor
+            if closes == "stdin":
+                assert os.read(run_out, 100) == b""  # nothing was written to the editor
         finally:
             run.cancel()
             for handle in (stdin, stdout):
                 handle.close()
-            os.close(run_out)
+            os.close(run_out if closes == "stdin" else run_in)
 
     asyncio.run(scenario())
 
