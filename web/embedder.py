@@ -8,6 +8,12 @@ short-lived, single-use, bound to the session and language. The page presents it
 and decides whether that user may use that session; this demo has one session and no users, so it only
 checks that the request comes from its own origin (a page elsewhere cannot mint tickets here).
 
+Every request must name this backend in ``Host``: the address it listens on, and ``localhost`` and
+``127.0.0.1`` when that is a loopback address (with the port), plus any ``--allow-host``; anything else
+is answered 421 before any route runs. Without it a page of any site could reach it by DNS rebinding (its
+own name, re-pointed at 127.0.0.1: the browser then sees one origin, and ``Origin`` equals ``Host``) and
+read ``/api/config``, the edited file's text included, or mint tickets.
+
 Routes: ``/`` and the page's files; ``/vs/...`` monaco-editor's prebuilt ``min/vs`` (installed by
 ``scripts/setup`` into ``web/node_modules``); ``GET /api/config`` (the broker's address, the session, the
 file to edit); ``POST /api/ticket``. Standard library only. Prints one JSON line when listening:
@@ -18,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import http.server
+import ipaddress
 import json
 import sys
 import urllib.error
@@ -38,6 +45,23 @@ CONTENT_TYPES = {
     ".json": "application/json",
 }
 TICKET_TIMEOUT_S = 10
+LOOPBACK_NAMES = ("127.0.0.1", "localhost")
+
+
+def served_hosts(host: str, port: int, also: tuple[str, ...] = ()) -> frozenset[str]:
+    """The ``Host`` values a request to this backend may carry: the listening address, the loopback
+    names when it is a loopback address (or every address), and ``also``, each with the port (and bare
+    when the port is HTTP's own, 80), lower-case. An IPv6 address is bracketed, as in a URL."""
+    names = {host.lower(), *(name.lower() for name in also)}
+    try:
+        address = ipaddress.ip_address(host)
+    except ValueError:
+        address = None
+    if host == "localhost" or (address is not None and (address.is_loopback or address.is_unspecified)):
+        names.update(LOOPBACK_NAMES)
+    bracketed = {f"[{name}]" if ":" in name else name for name in names}
+    served = {f"{name}:{port}" for name in bracketed}
+    return frozenset(served | bracketed if port == 80 else served)
 
 
 @dataclass(frozen=True)
@@ -90,6 +114,8 @@ class EmbedderHandler(http.server.BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
 
     def do_GET(self) -> None:
+        if not self._host_served():
+            return
         path = urllib.parse.urlsplit(self.path).path
         if path == "/api/config":
             self._json(200, self.server.embedding.config())
@@ -103,6 +129,8 @@ class EmbedderHandler(http.server.BaseHTTPRequestHandler):
             self._json(404, {"error": "not_found"})
 
     def do_POST(self) -> None:
+        if not self._host_served():
+            return
         if urllib.parse.urlsplit(self.path).path != "/api/ticket":
             self._json(404, {"error": "not_found"})
             return
@@ -130,6 +158,23 @@ class EmbedderHandler(http.server.BaseHTTPRequestHandler):
             self._json(
                 502, {"error": "broker_unavailable", "message": f"the broker minted no ticket ({detail})"}
             )
+
+    def _host_served(self) -> bool:
+        """Whether the request names this backend in its one ``Host``; answered 421 when it does not
+        (DNS rebinding: see the module docstring)."""
+        hosts = self.headers.get_all("Host") or []
+        if len(hosts) == 1 and hosts[0].strip().lower() in self.server.hosts:
+            return True
+        self.close_connection = True
+        self._json(
+            421,
+            {
+                "error": "misdirected_request",
+                "message": "this backend serves " + ", ".join(sorted(self.server.hosts)) + " only; "
+                "open the page at the address the demo printed",
+            },
+        )
+        return False
 
     def _page_origin(self) -> str | None:
         """The origin of the page asking, when it is this very origin (browsers always send Origin on a
@@ -173,10 +218,18 @@ class EmbedderHandler(http.server.BaseHTTPRequestHandler):
 class EmbedderServer(http.server.ThreadingHTTPServer):
     daemon_threads = True
 
-    def __init__(self, address: tuple[str, int], embedding: Embedding, monaco: Path = MONACO) -> None:
+    def __init__(
+        self,
+        address: tuple[str, int],
+        embedding: Embedding,
+        monaco: Path = MONACO,
+        allowed_hosts: tuple[str, ...] = (),
+    ) -> None:
         super().__init__(address, EmbedderHandler)
         self.embedding = embedding
         self.monaco = monaco.resolve()
+        #: The Host values this backend answers (:func:`served_hosts`); the port is the one bound.
+        self.hosts = served_hosts(address[0], int(self.server_address[1]), allowed_hosts)
 
     @property
     def url(self) -> str:
@@ -200,6 +253,13 @@ def parse_arguments(argv: list[str] | None = None) -> argparse.Namespace:
     )
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=0)
+    parser.add_argument(
+        "--allow-host",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="another name the page is opened under (a proxy's), besides the listening address",
+    )
     parser.add_argument("--monaco", type=Path, default=MONACO, help="monaco-editor's min/vs folder")
     return parser.parse_args(argv)
 
@@ -232,7 +292,12 @@ def embedding_from(arguments: argparse.Namespace) -> Embedding:
 
 def main(argv: list[str] | None = None) -> None:
     arguments = parse_arguments(argv)
-    server = EmbedderServer((arguments.host, arguments.port), embedding_from(arguments), arguments.monaco)
+    server = EmbedderServer(
+        (arguments.host, arguments.port),
+        embedding_from(arguments),
+        arguments.monaco,
+        tuple(arguments.allow_host),
+    )
     print(json.dumps({"event": "listening", "url": server.url}), flush=True)
     try:
         server.serve_forever(poll_interval=0.2)
