@@ -425,6 +425,37 @@ def test_results_get_ok_and_a_summary_and_lose_auto_approve_all() -> None:
             {"ok": True, "counts": {"error": 0, "warning": 0, "info": 1, "hint": 3}},
             "0 errors, 0 warnings, 1 info, 3 hints",
         ),
+        (  # no server answered: why, never "0 errors, 0 warnings" (a user trial)
+            "code_diagnostics",
+            {
+                "ok": True,
+                "status": "no_server",
+                "counts": {"error": 0, "warning": 0},
+                "notice": "No python language server is installed, so ...\nmore",
+            },
+            "No python language server is installed, so ...",
+        ),
+        (
+            "code_diagnostics",
+            {"ok": True, "counts": {"error": 1, "warning": 0}, "notChecked": [{"language": "typescript"}]},
+            "1 error, 0 warnings · not checked: typescript (no server)",
+        ),
+        (
+            "code_symbols",
+            {"ok": True, "symbols": [{}] * 3, "notSearched": [{"language": "go"}, {"language": "rust"}]},
+            "3 symbols · not searched: go, rust",
+        ),
+        (
+            "code_rename",
+            {
+                "ok": True,
+                "applied": True,
+                "newName": "salute",
+                "files": 2,
+                "receipt": {"diagnostics": {"status": "no_server", "notChecked": [{"path": "a.ts"}]}},
+            },
+            "renamed → salute · 2 files · 1 touched file not checked (no server answered)",
+        ),
         ("code_inlay_hints", {"ok": True, "hints": [{}] * 5}, "5 inlay hints"),
         ("code_inlay_hints", {"ok": True, "hints": []}, "no inlay hints"),
         (

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from kandev_lsp.intel.runtime.notices import apply_notice, missing_server_notice
+from kandev_lsp.intel.runtime.notices import missing_server_notice, no_server_answer
 from kandev_lsp.resolver import MissingReason, Resolution
 
 
@@ -50,11 +50,15 @@ def test_no_notice_when_the_server_was_found() -> None:
 
 def test_empty_hover_fails_with_the_notice_and_other_reads_stay_ok() -> None:
     notice = "No go language server is installed"
-    assert apply_notice("code_hover", {"ok": True, "text": ""}, notice, empty=True) == {
+    assert no_server_answer("code_hover", {"text": ""}, notice) == {
         "ok": False,
+        "status": "no_server",
         "error": notice,
     }
-    navigate = {"ok": True, "kind": "references", "files": [], "totalFound": 0}
-    assert apply_notice("code_navigate", navigate, notice, empty=True) == {**navigate, "notice": notice}
-    assert apply_notice("code_navigate", navigate, notice, empty=False) == navigate
-    assert apply_notice("code_hover", {"ok": True, "text": ""}, None, empty=True) == {"ok": True, "text": ""}
+    navigate = {"kind": "references", "files": [], "totalFound": 0}
+    assert no_server_answer("code_navigate", navigate, notice) == {
+        "ok": True,
+        **navigate,
+        "status": "no_server",
+        "notice": notice,
+    }

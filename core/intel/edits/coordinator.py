@@ -61,7 +61,14 @@ from kandev_lsp.intel.reading.problems import file_problems
 from kandev_lsp.intel.reading.snapshots import Publication
 from kandev_lsp.intel.reading.tools import PUBLISH_WAIT, QUIET
 from kandev_lsp.intel.runtime.executor import Deadline, ProviderUnavailable, ProviderUnsupported
-from kandev_lsp.intel.runtime.pool import ManagedServer, ServerMissing, ServerPool
+from kandev_lsp.intel.runtime.notices import NO_SERVER
+from kandev_lsp.intel.runtime.pool import (
+    UNANSWERED,
+    ManagedServer,
+    ServerMissing,
+    ServerPool,
+    unanswered_reason,
+)
 from kandev_lsp.lsp.errors import LspError
 from kandev_lsp.lsp.positions import PositionEncoding
 from kandev_lsp.session import log_event
@@ -416,8 +423,9 @@ class MutationCoordinator:
         extra = tuple(run.files.values()) if run is not None else ()
         # The edit is on disk whatever the clock says: its diagnostics get a short budget of their own.
         report = Deadline(max(deadline.remaining(), POST_EDIT_WAIT))
-        after = await self._diagnostics(self._scope(scope, extra), report, ctx)
-        status = _freshness(after)
+        unchecked: dict[str, str] = {}
+        after = await self._diagnostics(self._scope(scope, extra), report, ctx, unchecked=unchecked)
+        status = NO_SERVER if unchecked else _freshness(after)
         # Files a command touched beyond the preview had no baseline: compared only when the command
         # created them (nothing before), otherwise listed as not compared (never all "introduced").
         created = {
@@ -430,6 +438,8 @@ class MutationCoordinator:
         uncompared = sorted(set(after) - set(compared))
         if uncompared:
             delta["uncompared"] = uncompared[:MAX_DIAGNOSTIC_FILES]
+        if unchecked:  # no server answered for these: their diagnostics after the edit are not known
+            delta["notChecked"] = [{"path": path, "reason": why} for path, why in sorted(unchecked.items())]
         touched_all = {f.display for f in self._scope(scope, extra)} | set(after)
         elsewhere = await self._elsewhere(published, sent_at, touched_all, report)
         delta["elsewhere"] = elsewhere
@@ -713,22 +723,33 @@ class MutationCoordinator:
         files: Iterable[WorkspaceFile],
         deadline: Deadline,
         ctx: IntelContext,
+        *,
+        unchecked: dict[str, str] | None = None,
     ) -> _Diagnosed:
         """Display path -> (problems, freshness) for each file with a server; files without one are left
         out (never counted as "resolved"). Freshness follows the reading side's rule (issue 20): the
         server's word on the new text (a publication after it had every change, or a pull), ``quiet``
-        when none came and it went silent, else ``stale`` or ``pending`` after PUBLISH_WAIT."""
+        when none came and it went silent, else ``stale`` or ``pending`` after PUBLISH_WAIT.
+
+        :param unchecked: gets display path -> why, for each file a language owns whose server did not
+            answer (not installed, could not start, gone, not ready): not compared, and said so, where a
+            file no language owns (a ``.txt``) has nothing to check.
+        """
 
         async def one(file: WorkspaceFile) -> tuple[str, tuple[list[dict[str, Any]], str]] | None:
             if not os.path.isfile(file.absolute):
                 return file.display, ([], "current")  # deleted or renamed away: no diagnostics left
+            if self.pool.language_of(file.absolute) is None:
+                return None
             try:
                 server = await self.pool.server_for(file, deadline)
                 document = await server.sync(file)
                 found = await self._reader._file_diagnostics(
                     server, document, deadline, ctx, wait=PUBLISH_WAIT
                 )
-            except (IntelError, ProviderUnavailable, ServerMissing, LspError, ConnectionError):
+            except UNANSWERED as error:
+                if unchecked is not None:
+                    unchecked[file.display] = unanswered_reason(error)
                 return None
             publication = found.publication
             if publication is None:

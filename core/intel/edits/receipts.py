@@ -72,7 +72,7 @@ def receipt(
     :param diagnostics: a :func:`diagnostics_delta`, or None when none was taken (nothing changed, or the
         servers could not say); ``diagnostics_status`` then says why.
     :param diagnostics_status: how fresh the "after" diagnostics are (``current``, ``quiet``, ``stale``,
-        ``pending``, ``not-collected``; docs/intel.md "Receipts" says what each means).
+        ``pending``, ``no_server``, ``not-collected``; docs/intel.md "Receipts" says what each means).
     """
     delta: dict[str, Any] = (
         dict(diagnostics)

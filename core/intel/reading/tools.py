@@ -47,9 +47,15 @@ from kandev_lsp.intel.runtime.executor import (
     ProviderUnsupported,
     run_provider,
 )
-from kandev_lsp.intel.runtime.notices import apply_notice
+from kandev_lsp.intel.runtime.notices import NO_SERVER, no_server_answer
 from kandev_lsp.intel.runtime.pathmemo import PlacedTargets
-from kandev_lsp.intel.runtime.pool import ManagedServer, ServerMissing, ServerPool
+from kandev_lsp.intel.runtime.pool import (
+    UNANSWERED,
+    ManagedServer,
+    ServerMissing,
+    ServerPool,
+    unanswered_reason,
+)
 from kandev_lsp.intel.surface.arguments import (
     DiagnosticsArgs,
     HierarchyArgs,
@@ -367,13 +373,14 @@ class LspReadTools:
         body: Callable[[Deadline], Awaitable[dict[str, Any]]],
         ctx: IntelContext,
     ) -> dict[str, Any]:
-        """Run ``body``; a missing server gives the notice result, an unavailable one ``ok: false``."""
+        """Run ``body``; a missing server gives the :data:`NO_SERVER` answer with its notice, an unavailable
+        one ``ok: false``."""
         deadline = self._deadline(ctx)
         started = time.monotonic()
         try:
             result = await body(deadline)
         except ServerMissing as missing:
-            result = apply_notice(tool, {"ok": True, **empty}, missing.notice, empty=True)
+            result = no_server_answer(tool, empty, missing.notice)
         except ProviderUnavailable as error:
             result = _unavailable(error)
         except (
@@ -441,6 +448,8 @@ class LspReadTools:
                 out["notice"] = "not searched: " + "; ".join(
                     f"{lang} ({why})" for lang, why in sorted(skipped.items())
                 )
+                if not servers:  # no server answered: never an empty answer's "no symbols"
+                    out["status"] = NO_SERVER
             return out
 
         empty = {"symbols": [], "totalFound": 0, "shown": 0, "truncated": False}
@@ -713,15 +722,18 @@ class LspReadTools:
                 )
             items: list[FileDiagnostics] = []
             result = await self._snapshot(args, deadline, ctx, items)
+            if result["status"] == NO_SERVER:
+                return result  # nothing to compare with, nor to keep as a baseline
             compared: list[FileDiagnostics] = []
             if baseline is not None:
-                compared = await self._changed_since(baseline, items, deadline, ctx)
-                result["delta"] = _delta(baseline, compared, asyncio.get_running_loop().time())
+                unchecked: dict[str, str] = {}
+                compared = await self._changed_since(baseline, items, deadline, ctx, unchecked)
+                now = asyncio.get_running_loop().time()
+                result["delta"] = _delta(baseline, compared, now, unchecked)
             result["baselineId"] = self._take_baseline([*items, *compared]).id
             return result
 
         empty = {
-            "status": "published_workspace",
             "problems": [],
             "totalFound": 0,
             "shown": 0,
@@ -750,6 +762,8 @@ class LspReadTools:
         roots = [root] if root is not None else list(self.workspace.roots)
         activated = 0
         eligible: int | None = None
+        #: Language -> why no server of it answered (activation tries every language found).
+        missing: dict[str, str] = {}
         if args.activate_workspace:
             paths: list[str] = []
             for each in roots:
@@ -759,7 +773,8 @@ class LspReadTools:
                 file = self.workspace.from_absolute(path)
                 try:
                     server = await self.pool.server_for(file, deadline)
-                except ServerMissing:
+                except ServerMissing as error:
+                    missing.setdefault(error.language or os.path.basename(path), error.notice)
                     continue
                 await server.sync(file)
                 activated += 1
@@ -769,26 +784,26 @@ class LspReadTools:
         items: list[FileDiagnostics] = []
         now = time.monotonic()
         encoding = None
-        for each in roots:
-            for server in self.pool.servers_of(each):
-                await server.refresh()
-                encoding = encoding or server.encoding
-                now = server.client.now()
-                for uri, entry in server.client.endpoint.diagnostics.snapshot().items():
-                    found = self.workspace.try_uri(uri)
-                    if not isinstance(found, WorkspaceFile):
-                        continue
-                    if root is not None and found.root.id != root.id:
-                        continue
-                    synced = server.documents.get(uri)
-                    text = synced.document if synced is not None else None
-                    version = server.client.endpoint.documents.current(uri)
-                    freshness = self.freshness(server, found, version, entry)
-                    items.append(FileDiagnostics(found, version, entry, text, freshness))
+        servers = [server for each in roots for server in self.pool.servers_of(each)]
+        for server in servers:
+            await server.refresh()
+            encoding = encoding or server.encoding
+            now = server.client.now()
+            for uri, entry in server.client.endpoint.diagnostics.snapshot().items():
+                found = self.workspace.try_uri(uri)
+                if not isinstance(found, WorkspaceFile):
+                    continue
+                if root is not None and found.root.id != root.id:
+                    continue
+                synced = server.documents.get(uri)
+                text = synced.document if synced is not None else None
+                version = server.client.endpoint.documents.current(uri)
+                freshness = self.freshness(server, found, version, entry)
+                items.append(FileDiagnostics(found, version, entry, text, freshness))
         from kandev_lsp.lsp.positions import PositionEncoding
 
         gathered.extend(items)
-        return diagnostic_snapshot(
+        snapshot = diagnostic_snapshot(
             items,
             scope="root" if root is not None else "workspace",
             now=now,
@@ -800,14 +815,34 @@ class LspReadTools:
             quiet=QUIET,
             root_id=root.id if root is not None else None,
         )
+        reasons = "; ".join(f"{language} ({why})" for language, why in sorted(missing.items()))
+        if missing:  # a language found in the scope whose server could not be had is named, never dropped
+            snapshot["notChecked"] = [
+                {"language": lang, "reason": why} for lang, why in sorted(missing.items())
+            ]
+        if not servers:  # nothing answered: why, never an empty answer's "0 errors" (a user trial)
+            snapshot["status"] = NO_SERVER
+            if missing:
+                snapshot["notice"] = f"no server answered: {reasons}"
+            else:
+                snapshot["notice"] = _NOTHING_ACTIVATED if args.activate_workspace else _NONE_RUNS
+        elif missing:
+            snapshot["notice"] = f"not checked: {reasons}"
+        return snapshot
 
     async def _changed_since(
-        self, baseline: Baseline, scope: list[FileDiagnostics], deadline: Deadline, ctx: IntelContext
+        self,
+        baseline: Baseline,
+        scope: list[FileDiagnostics],
+        deadline: Deadline,
+        ctx: IntelContext,
+        unchecked: dict[str, str],
     ) -> list[FileDiagnostics]:
         """The current diagnostics of the files to compare with ``baseline``: the call's open files, those
         changed since (any server's ledger), those the servers published for since (re-checked
         dependents), and those the baseline held; each awaited by the freshness rule within the
-        deadline (a workspace read's own snapshot does not wait)."""
+        deadline (a workspace read's own snapshot does not wait). ``unchecked`` gets the files whose
+        server did not answer, with why."""
         files: dict[str, WorkspaceFile] = {}
 
         def add(found: WorkspaceFile | IntelError) -> None:
@@ -838,7 +873,8 @@ class LspReadTools:
                 server = await self.pool.server_for(file, deadline)
                 document = await server.sync(file)
                 return await self._file_diagnostics(server, document, deadline, ctx)
-            except (ServerMissing, ProviderUnavailable, IntelError, LspError, ConnectionError):
+            except UNANSWERED as error:
+                unchecked[file.display] = unanswered_reason(error)
                 return None
 
         found = await asyncio.gather(*(current(file) for file in files.values()))
@@ -975,14 +1011,25 @@ class LspReadTools:
 _MAX_BASES: Final = 4
 _BASE_DEPTH: Final = 3
 _CLASS_KIND_NUMBERS: Final = frozenset({5, 11, 23})
+#: Why a workspace or root read without activation has no answer at all.
+_NONE_RUNS: Final = (
+    "No language server runs for this workspace yet, so none has published diagnostics: ask about a file "
+    "(`path`), or pass `activateWorkspace: true` to start the servers of the languages it holds"
+)
+_NOTHING_ACTIVATED: Final = (
+    "No file of a language served here was found to activate, so no server was started and none answered"
+)
 #: Files a ``since`` delta compares at most besides the call's scope.
 MAX_DELTA_FILES: Final = 100
 
 
-def _delta(baseline: Baseline, items: list[FileDiagnostics], now: float) -> dict[str, Any]:
+def _delta(
+    baseline: Baseline, items: list[FileDiagnostics], now: float, unchecked: dict[str, str]
+) -> dict[str, Any]:
     """``code_diagnostics``' ``delta``: introduced / resolved / persisting since ``baseline`` over the
     compared files with a publication (a file still pending is left out, never "all resolved"), how
-    fresh their "after" side is (the least fresh decides), and which baseline it was."""
+    fresh their "after" side is (the least fresh decides; :data:`NO_SERVER` when a file's server did not
+    answer: ``unchecked`` names them in ``notChecked``), and which baseline it was."""
     after = {
         item.file.display: list(item.publication.diagnostics)
         for item in items
@@ -993,13 +1040,16 @@ def _delta(baseline: Baseline, items: list[FileDiagnostics], now: float) -> dict
         status = "settling"
     else:
         status = "quiet" if "quiet" in states else "current"
-    return {
+    delta = {
         "since": baseline.id,
         "ageSeconds": round(max(0.0, now - baseline.at), 1),
-        "status": status,
+        "status": NO_SERVER if unchecked else status,
         **diagnostics_delta(baseline.problems, after),
         "files": len(after),
     }
+    if unchecked:
+        delta["notChecked"] = [{"path": path, "reason": why} for path, why in sorted(unchecked.items())]
+    return delta
 
 
 #: Open times kept for the warm-up window (the oldest go first; they matter for seconds only).

@@ -7,7 +7,9 @@ empty result of a language whose server is missing gets a notice saying why and 
 
 Where empty was already a failure (``code_hover``: "no hover" is never an answer), the notice replaces the
 generic error; where empty is often right (navigate, hierarchy, symbols, inlay hints, diagnostics), the
-result stays ``ok: true`` and gains ``notice`` (B8.10).
+result stays ``ok: true`` and gains ``notice`` (B8.10). Either way its ``status`` is :data:`NO_SERVER`
+(:func:`no_server_answer`): an answer no server made must never read as a clean or empty one ("0 errors,
+0 warnings" from a file nothing checked), and the one-line summary leads with the notice.
 
 A server being installed (``--install``) or started is not missing: the call fails ``unavailable`` with
 :func:`launching_message` (installing or starting, counted from when that began, not from the call). An
@@ -29,16 +31,20 @@ __all__ = [
     "EMPTY_IS_FAILURE",
     "INSTALL_OUTPUT_BYTES",
     "INSTALL_OUTPUT_LINES",
-    "apply_notice",
+    "NO_SERVER",
     "clock_time",
     "install_failed_message",
     "install_output_lines",
     "launching_message",
     "missing_server_notice",
+    "no_server_answer",
 ]
 
 #: Tools whose empty answer is a failure on its own.
 EMPTY_IS_FAILURE: Final = frozenset({"code_hover"})
+#: ``status`` of a read that no language server answered: none is installed for the file's language,
+#: none could be started, no language owns the file, or (a workspace read) none runs yet.
+NO_SERVER: Final = "no_server"
 #: The installer's last lines quoted in a failed install's answer: at most this many lines...
 INSTALL_OUTPUT_LINES: Final = 20
 #: ...and at most this many bytes of them (the last lines are kept).
@@ -145,10 +151,10 @@ def missing_server_notice(resolution: Resolution) -> str | None:
     )
 
 
-def apply_notice(tool: str, result: dict[str, Any], notice: str | None, *, empty: bool) -> dict[str, Any]:
-    """``result`` with the notice applied when it is empty (B8.10); unchanged otherwise."""
-    if notice is None or not empty:
-        return result
+def no_server_answer(tool: str, empty: dict[str, Any], notice: str) -> dict[str, Any]:
+    """The answer of ``tool`` when no server answered: its ``empty`` result with ``status``
+    :data:`NO_SERVER` and the ``notice`` (B8.10: ``ok: true``), or ``ok: false`` with the notice as the
+    error for a tool whose empty answer is a failure (:data:`EMPTY_IS_FAILURE`)."""
     if tool in EMPTY_IS_FAILURE:
-        return {"ok": False, "error": notice}
-    return {**result, "notice": notice}
+        return {"ok": False, "status": NO_SERVER, "error": notice}
+    return {"ok": True, **empty, "status": NO_SERVER, "notice": notice}

@@ -80,10 +80,12 @@ __all__ = [
     "DEFAULT_IDLE_TIMEOUT",
     "DEFAULT_MAX_SERVERS",
     "INSTALL_RETRY_AFTER",
+    "UNANSWERED",
     "InstallFailed",
     "ManagedServer",
     "ServerMissing",
     "ServerPool",
+    "unanswered_reason",
 ]
 
 _log = logging.getLogger("kandev_lsp.intel")
@@ -141,6 +143,21 @@ class ServerMissing(Exception):
         super().__init__(notice)
         self.language = language
         self.notice = notice
+
+
+#: What asking a file's server may fail with when it cannot answer: missing, not ready, gone, or the file
+#: refused (a caller that reports on many files names those, never drops them silently).
+UNANSWERED: Final = (IntelError, ProviderUnavailable, ServerMissing, LspError, ConnectionError)
+
+
+def unanswered_reason(error: BaseException) -> str:
+    """Why no server answered for a file (one of :data:`UNANSWERED`): the missing server's notice, the
+    provider's or tool's message, or the connection's end."""
+    if isinstance(error, ServerMissing):
+        return error.notice
+    if isinstance(error, IntelError | ProviderUnavailable):
+        return error.message
+    return f"the language server connection ended ({error or type(error).__name__})"
 
 
 class InstallFailed(ProviderUnavailable):

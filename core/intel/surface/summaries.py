@@ -2,7 +2,8 @@
 
 ``12 references · 4 files``, ``3 definitions · 1 file (100 of 449 shown)``, ``2 errors, 1 warning``. An
 empty result that carries a ``notice`` (B8.10: a missing server) shows the notice instead of a bare
-"no results" (B9.5). Mutations say what happened to the change: ``renamed → total · 3 files``,
+"no results" (B9.5), and a read no server answered (``status: no_server``) always leads with why: never
+"0 errors, 0 warnings" for a file nothing checked. Mutations say what happened to the change: ``renamed → total · 3 files``,
 ``needs approval: 4 edits in 2 files``, ``no changes``, ``3 code actions``.
 """
 
@@ -11,6 +12,8 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from typing import Any, Final
+
+from kandev_lsp.intel.runtime.notices import NO_SERVER
 
 __all__ = ["plural", "summarize"]
 
@@ -78,6 +81,15 @@ def _withheld(result: Mapping[str, Any], noun: str) -> str:
     return f" · {', '.join(parts)} withheld" if parts else ""
 
 
+def _skipped(result: Mapping[str, Any]) -> str:
+    """`` · not searched: typescript``: languages of the workspace whose server gave no answer to a
+    workspace symbol search (issue 20 item 9), so the count covers the others only."""
+    skipped = result.get("notSearched")
+    if not isinstance(skipped, list) or not skipped:
+        return ""
+    return " · not searched: " + ", ".join(str(_mapping(entry).get("language")) for entry in skipped)
+
+
 def _first_line(text: str) -> str:
     line = text.strip().splitlines()[0] if text.strip() else ""
     return line if len(line) <= _MAX_LINE else line[: _MAX_LINE - 1] + "…"
@@ -121,8 +133,18 @@ def _elsewhere(result: Mapping[str, Any]) -> str:
     return f" · {plural(errors, 'error')} introduced elsewhere" if isinstance(errors, int) and errors else ""
 
 
+def _unchecked(result: Mapping[str, Any]) -> str:
+    """`` · 1 touched file not checked (no server answered)``: an applied edit whose post-edit
+    diagnostics no server gave for some file, so its receipt's counts say nothing of that file."""
+    diagnostics = _mapping(_mapping(result.get("receipt")).get("diagnostics"))
+    unchecked = diagnostics.get("notChecked")
+    if diagnostics.get("status") != NO_SERVER or not isinstance(unchecked, list):
+        return ""
+    return f" · {plural(len(unchecked), 'touched file')} not checked (no server answered)"
+
+
 def _mutation_summary(tool: str, result: Mapping[str, Any]) -> str:
-    return _mutation_line(tool, result) + _elsewhere(result)
+    return _mutation_line(tool, result) + _unchecked(result) + _elsewhere(result)
 
 
 def _mutation_line(tool: str, result: Mapping[str, Any]) -> str:
@@ -168,6 +190,8 @@ def summarize(tool: str, result: Mapping[str, Any]) -> str:
             return f"ambiguous: {plural(len(candidates), 'candidate')}, name one"
         return "error: " + _first_line(str(result.get("error", "failed")))
     notice = result.get("notice")
+    if result.get("status") == NO_SERVER:  # no server answered: why, never a count of nothing
+        return _first_line(str(notice or "no language server answered"))
     if tool == "code_navigate":
         noun = _NAVIGATE_NOUNS.get(str(result.get("kind")), "location")
         if result.get("fallback") == "definition":  # a server without declarations answered definitions
@@ -194,7 +218,7 @@ def summarize(tool: str, result: Mapping[str, Any]) -> str:
         total = _count(result, "symbols")
         if total == 0:
             return _first_line(str(notice)) if notice else f"no symbols{_withheld(result, 'symbol')}"
-        return plural(total, "symbol") + _shown(result) + _withheld(result, "symbol")
+        return plural(total, "symbol") + _shown(result) + _withheld(result, "symbol") + _skipped(result)
     if tool == "code_hover":
         return _one_line(str(result.get("text", ""))) or "no hover information"
     if tool == "code_diagnostics":
@@ -209,6 +233,10 @@ def summarize(tool: str, result: Mapping[str, Any]) -> str:
         status = result.get("status")
         if status in ("settling", "quiet"):  # not the server's confirmed word on the code on disk
             line += f" ({status})"
+        unchecked = result.get("notChecked")
+        if isinstance(unchecked, list) and unchecked:  # languages no server answered for
+            names = ", ".join(str(_mapping(entry).get("language")) for entry in unchecked)
+            line += f" · not checked: {names} (no server)"
         delta = _mapping(result.get("delta"))
         changed = _mapping(delta.get("counts"))
         if delta:
@@ -216,6 +244,9 @@ def summarize(tool: str, result: Mapping[str, Any]) -> str:
                 f" · since {delta.get('since')}: {changed.get('introduced', 0)} introduced, "
                 f"{changed.get('resolved', 0)} resolved"
             )
+            unchecked = delta.get("notChecked")
+            if delta.get("status") == NO_SERVER and isinstance(unchecked, list):
+                line += f" ({plural(len(unchecked), 'file')} not checked: no server answered)"
         return line
     if tool == "code_inlay_hints":
         total = _count(result, "hints")
