@@ -88,6 +88,25 @@ def copy(source: Path, target: Path) -> Path:
     return target.resolve()
 
 
+def working_copies(click: Path, zod: Path, base: Path, name: str) -> tuple[Path, Path]:
+    """Fresh copies of the fetched corpora under ``base`` (``click-NAME``, ``zod-NAME``), zod's with the
+    ``tsconfig.json`` its package does not ship (its sources under ``src/`` are then one project)."""
+    one = copy(click, base / f"click-{name}")
+    two = copy(zod, base / f"zod-{name}")
+    (two / "tsconfig.json").write_text(ZOD_TSCONFIG)
+    return one, two
+
+
+async def raw_position(service: Any, target: dict[str, Any]) -> tuple[Any, Any, dict[str, int]]:
+    """The server, workspace file and LSP position of a tool answer's ``target`` (1-based line and column),
+    the file synced, for the raw request at the same place on the same server."""
+    file = service.workspace.resolve(target["path"])
+    server = await service.pool.server_for(file)
+    document = await server.sync(file)
+    position = document.lsp_position(target["line"] - 1, target["column"] - 1, server.encoding)
+    return server, file, position
+
+
 def _service(folder: Path, home: Path) -> Any:
     from kandev_lsp import TaskEnvironment
     from kandev_lsp.intel.service import IntelService
@@ -207,11 +226,7 @@ async def references(
                 rows.append((name, -1, -1, False))
                 continue
             ours = {(g["path"], loc["line"]) for g in result["files"] for loc in g["locations"]}
-            target = result["target"]
-            file = service.workspace.resolve(target["path"])
-            server = await service.pool.server_for(file)
-            document = await server.sync(file)
-            position = document.lsp_position(target["line"] - 1, target["column"] - 1, server.encoding)
+            server, file, position = await raw_position(service, result["target"])
             raw = await server.request(
                 "textDocument/references",
                 {
@@ -331,10 +346,7 @@ def main() -> int:
         home = bench_home(args.home, base, ["python", "typescript"])
 
         def fresh(name: str) -> tuple[Path, Path]:
-            one = copy(click, base / f"click-{name}")
-            two = copy(zod, base / f"zod-{name}")
-            (two / "tsconfig.json").write_text(ZOD_TSCONFIG)
-            return one, two
+            return working_copies(click, zod, base, name)
 
         if "definitions" not in args.skip:
             folder, _ = fresh("definitions")
