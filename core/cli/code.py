@@ -313,12 +313,15 @@ def run_code(args: argparse.Namespace) -> int:
 
 
 def _one_shot(args: argparse.Namespace, payload: Any) -> dict[str, Any]:
-    """Answer in this process: start the servers, call, stop them."""
+    """Answer in this process: start the servers, call, stop them (none for a call :func:`refusal`
+    refuses, as the warm path starts no daemon for it)."""
     import asyncio
 
     from kandev_lsp.intel.surface.dispatch import IntelContext
 
-    tool_spec(args.tool)
+    refused = refusal(args, payload)
+    if refused is not None:
+        return refused
 
     async def call() -> dict[str, Any]:
         async with open_service(args) as service:
@@ -388,7 +391,7 @@ def _ask_daemon(args: argparse.Namespace, folders: list[str], payload: Any) -> d
             files,
             request,
             timeout=args.deadline + ANSWER_GRACE,
-            start=None if deciding else _starter(files, identity, args.idle_timeout),
+            start=None if deciding else _starter(args, files, identity, payload),
         )
     except client.NotRunning:
         raise KandevLspError(
@@ -424,15 +427,71 @@ def _ask_daemon(args: argparse.Namespace, folders: list[str], payload: Any) -> d
     return result
 
 
-def _starter(files: DaemonFiles, identity: dict[str, Any], idle_timeout: float | None) -> Any:
-    """Starts the daemon of ``identity`` (called under its lock when none answers)."""
+def _starter(args: argparse.Namespace, files: DaemonFiles, identity: dict[str, Any], payload: Any) -> Any:
+    """Starts the daemon of ``identity`` (called under its lock when none answers), unless the call is
+    refused before any server would be asked: then that refusal is the answer, and nothing is started."""
 
     def start() -> dict[str, Any] | None:
         from kandev_lsp.codedaemon.starter import start_daemon
 
-        return start_daemon(files, identity, idle_timeout=idle_timeout, timeout=START_TIMEOUT)
+        refused = refusal(args, payload)
+        if refused is not None:
+            return {"result": refused}
+        return start_daemon(files, identity, idle_timeout=args.idle_timeout, timeout=START_TIMEOUT)
 
     return start
+
+
+class _Admitted(Exception):
+    """Raised by :class:`_NoServers`' tool bodies: the call passed every check that comes before them."""
+
+
+class _NoServers:
+    """Every tool body of a :class:`~kandev_lsp.intel.surface.dispatch.Dispatcher`, read and mutating,
+    none with a server behind it: a call reaches one only after the dispatcher's own checks (the tool, a
+    disabled one, the schema, the rules between fields, ``firstMatch``), and it raises :class:`_Admitted`."""
+
+    def __getattr__(self, op: str) -> Any:
+        async def body(*_: Any) -> dict[str, Any]:
+            raise _Admitted
+
+        return body
+
+
+def refusal(args: argparse.Namespace, payload: Any) -> dict[str, Any] | None:
+    """The ``ok: false`` result the call gets before any server is asked, or None when it passes.
+
+    The same dispatcher a daemon (or a one-shot run) answers with, in front of bodies that are no server
+    (:class:`_NoServers`): so a call that the daemon would refuse at once (``code_hover`` without a
+    target, an argument of the wrong type, a tool ``--disable-tool`` or ``--read-only`` turns off) gets
+    the very result the daemon would give, and starts no daemon that would idle for minutes; the one-shot
+    path asks it first too, so neither loads the plugins and settings for such a call (nor says what they
+    would have said on stderr). A warm call does not ask it (the import is the tools' catalogue and
+    asyncio): its running daemon checks the same. A tool that the settings file disables is left to the
+    service (reading the file needs the plugins).
+
+    :raises UsageError: no tool has that name, or ``--disable-tool`` names none (exit 2, nothing ran).
+    """
+    import asyncio
+    from typing import cast
+
+    from kandev_lsp.intel.surface.dispatch import Dispatcher, IntelContext, MutationTools, ReadTools
+
+    tool_spec(args.tool)
+    stand_in = _NoServers()
+    try:
+        dispatcher = Dispatcher(
+            cast(ReadTools, stand_in),
+            mutations=None if args.read_only else cast(MutationTools, stand_in),
+            disabled=args.disable_tool,
+        )
+    except ValueError as error:  # as IntelService.open's refusal of the same flags
+        raise UsageError(str(error)) from None
+    ctx = IntelContext(deadline=args.deadline, auto_approve=args.auto_approve)
+    try:
+        return dry_run(asyncio.run(dispatcher.dispatch(args.tool, payload, ctx)))
+    except _Admitted:
+        return None
 
 
 def stop_daemons(args: argparse.Namespace, *, warm: bool) -> int:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import io
+import json
 import os
 import socket
 import subprocess
@@ -232,6 +233,47 @@ def test_command_line_refusals_exit_2(
 ) -> None:
     assert main([*argv, "--workspace", str(tmp_path)]) == 2
     assert message in capsys.readouterr().err
+
+
+REFUSED_BEFORE_ANY_SERVER = [
+    ("code_hover",),  # the trial's call: no --json, so no target
+    ("code_hover", "--json", '{"target": 5}'),
+    (
+        "code_rename",
+        "--json",
+        '{"target": {"path": "a.py", "symbol": "f"}, "newName": "g", "firstMatch": true}',
+    ),
+    ("code_rename", "--read-only", "--json", '{"target": {"path": "a.py", "symbol": "f"}, "newName": "g"}'),
+    ("code_hover", "--disable-tool", "code_hover", "--json", '{"target": {"path": "a.py", "symbol": "f"}}'),
+]
+
+
+@pytest.mark.parametrize("flags", REFUSED_BEFORE_ANY_SERVER, ids=" ".join)
+def test_a_call_refused_before_any_server_starts_no_daemon(
+    flags: tuple[str, ...], tmp_path: Path, runtime_folder: Path, tag: str
+) -> None:
+    """The tool's refusal, exactly as the one-shot path gives it (exit 1, the same JSON), and no daemon
+    left idling for minutes behind a call that never needed one."""
+    env = {
+        **os.environ,
+        "KANDEV_LSP_RUNTIME_DIR": str(runtime_folder),
+        "KANDEV_LSP_SETTINGS": str(tmp_path / "s.json"),
+        TAG_VARIABLE: tag,
+    }
+
+    def code(*args: str) -> subprocess.CompletedProcess[str]:
+        argv = [KANDEV_LSP, "code", *args, "--workspace", str(tmp_path)]
+        return subprocess.run(argv, capture_output=True, text=True, env=env, timeout=120, check=False)
+
+    try:
+        warm, one_shot = code(*flags), code(*flags, "--no-daemon")
+        assert list(runtime_folder.glob("*.sock")) == [] and tagged_alive(tag) == []
+        assert (warm.returncode, one_shot.returncode) == (1, 1), warm.stderr + one_shot.stderr
+        assert warm.stdout == one_shot.stdout and json.loads(warm.stdout)["ok"] is False
+        assert warm.stderr == one_shot.stderr == ""  # neither opened the service: nothing to say of it
+    finally:
+        code("--stop")
+        wait_until(lambda: not tagged_alive(tag), timeout=30, what="a daemon the call started")
 
 
 def test_without_a_private_runtime_folder_the_call_is_answered_one_shot(tmp_path: Path) -> None:
