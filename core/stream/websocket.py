@@ -55,15 +55,23 @@ class DocumentedCloseConnection(ServerConnection):
     """websockets' server connection whose 1009 says ``message too big``, as both contracts document.
 
     websockets refuses a client message over ``max_size`` itself, with 1009 and a reason of its own
-    ("frame with 16777217 bytes exceeds limit of 16777216 bytes"). ``serve`` and the broker pass this
-    class to ``websockets.asyncio.server.serve(create_connection=...)``, the library's documented way to
-    customize a connection; its sans-io protocol (built by ``serve()`` before it reaches this class) takes
-    a subclass whose ``fail`` (websockets' public method to fail a connection) gives 1009 that reason.
-    The changed method needs no state of its own, so the instance takes the subclass as it is.
+    ("frame with 16777217 bytes exceeds limit of 16777216 bytes"), from inside its sans-io parser
+    (``Protocol.parse`` calls ``self.fail(1009, str(exc))``). ``serve`` and the broker pass this class
+    to ``websockets.asyncio.server.serve(create_connection=...)``, which is documented, but it
+    customizes the connection only: ``serve()`` builds the ``ServerProtocol`` itself and offers no way
+    to choose its class or that reason (checked against the websockets documentation; ``max_size=None``
+    with a limit of our own would buffer a whole oversized frame first, which is what ``max_size``
+    exists to prevent). So this reaches into the library: the protocol instance ``serve()`` built is
+    given a subclass whose ``fail`` (a public method) substitutes the reason. Safe because the subclass
+    adds no state and ``ServerProtocol`` has no ``__slots__``; only that exact class is swapped (another
+    is left as it is: a cosmetic reason is not worth a failed connection), and the 1009 tests of both
+    routes (tests/stream/test_stream_close.py, tests/broker/test_route_divergences.py) fail for a
+    websockets release where this no longer holds.
     """
 
     def __init__(self, protocol: ServerProtocol, *args: Any, **kwargs: Any) -> None:
-        protocol.__class__ = _DocumentedReasons
+        if type(protocol) is ServerProtocol:  # only websockets' own class is known to take the swap
+            protocol.__class__ = _DocumentedReasons
         super().__init__(protocol, *args, **kwargs)
 
 
