@@ -8,9 +8,11 @@ book's actions:
   :class:`LeasePeer`; what the peer sends to a client is queued for that client's writer task, so a
   slow client never slows the reader: a full queue or a write past 5 s detaches the client with 4009,
   never the server (K15.10);
-* before serve's ``ready``, its install frames are relayed to the attached client and the client's
-  frames are not read (held by the WebSocket layer), so a client frame never cancels an install; a
-  client that leaves during an install leaves it running (K14 install phase);
+* before serve's ``ready``, its install frames are relayed to the attached client, and the client's
+  frames are read as they come: ``stop`` and ``release`` are acted on at once (they cancel the install,
+  K8.14), every other frame is held by the broker, in order, until ``ready`` (at most 256), so no client
+  frame reaches serve during its install, which would cancel it; a client that leaves during an install
+  leaves it running (K14 install phase);
 * the ready frame carries the lease id, whether it resumed, and the peer's retained state (K17.3); its
   ``suppressedProviders`` are computed here, from the retained capabilities with the plugins' hook
   (``suppressed_providers``), because serve's own ready frame comes before ``initialize`` and a frame
