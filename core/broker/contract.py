@@ -30,6 +30,7 @@ __all__ = [
     "parse_broker_query",
     "parse_control",
     "ready_frame",
+    "valid_session_id",
 ]
 
 ROUTE_PREFIX: Final = "/lsp/"
@@ -61,6 +62,13 @@ class BrokerQuery:
     auto_install: bool
 
 
+def valid_session_id(session: str) -> bool:
+    """Whether ``session`` can be the ``{sessionId}`` of ``/lsp/{sessionId}``: 1-128 of
+    ``A-Za-z0-9._~-``, not ``.``, ``..`` or the reserved ``tickets``. The route and the ticket route's
+    body (:func:`~kandev_lsp.broker.tickets.parse_mint_body`) hold session ids to this one rule."""
+    return bool(_SESSION.fullmatch(session)) and session not in (".", "..", RESERVED_SESSION)
+
+
 def parse_broker_path(target: str) -> str:
     """The session id of ``/lsp/{sessionId}``.
 
@@ -69,7 +77,7 @@ def parse_broker_path(target: str) -> str:
     """
     path = urlsplit(target).path
     session = path[len(ROUTE_PREFIX) :] if path.startswith(ROUTE_PREFIX) else ""
-    if not _SESSION.fullmatch(session) or session in (".", "..", RESERVED_SESSION):
+    if not valid_session_id(session):
         raise BadBrokerRequest(
             404,
             "not_found",

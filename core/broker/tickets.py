@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any, Final
 
+from kandev_lsp.broker.contract import valid_session_id
 from kandev_lsp.stream.origins import normalize_origin
 
 __all__ = [
@@ -62,7 +63,6 @@ DEFAULT_TICKET_CAPACITY: Final = 1024
 #: A mint body is two or four short strings; anything larger is not one.
 MAX_MINT_BODY: Final = 4096
 
-_SESSION = re.compile(r"[A-Za-z0-9._~-]{1,128}")  # the route's session segment (contract.parse_broker_path)
 _LANGUAGE = re.compile(r"[A-Za-z0-9._+-]{1,64}")
 #: Owners name settings files (``--owner-settings DIR``/<owner>.json): no separators, no dot names.
 _OWNER = re.compile(r"[A-Za-z0-9._@+-]{1,128}")
@@ -138,11 +138,14 @@ def parse_mint_body(body: bytes, content_type: str | None) -> MintRequest:
         raise BadMintRequest(
             400, "bad_ticket_request", 'the body must be an object: {"sessionId": ..., "language": ...}'
         )
-    session = _field(
-        data, "sessionId", _SESSION, "the session id of /lsp/{sessionId} (1-128 of A-Za-z0-9._~-)"
-    )
-    if session in (".", ".."):
-        raise BadMintRequest(400, "bad_ticket_request", "`sessionId` must be a session id, not a dot name")
+    session = data.get("sessionId")
+    if not isinstance(session, str) or not valid_session_id(session):
+        raise BadMintRequest(
+            400,
+            "bad_ticket_request",
+            "`sessionId` must be the session id of /lsp/{sessionId} (1-128 of A-Za-z0-9._~-, not . or .. "
+            "or tickets)",
+        )
     language = _field(data, "language", _LANGUAGE, "a language id, e.g. python (1-64 of A-Za-z0-9._+-)")
     owner = data.get("owner")
     if owner is not None and (not isinstance(owner, str) or not valid_owner(owner)):

@@ -111,6 +111,7 @@ def test_the_mint_body() -> None:
         (b'{"language": "go"}', "application/json", 400, "bad_ticket_request"),
         (b'{"sessionId": "a/b", "language": "go"}', "application/json", 400, "bad_ticket_request"),
         (b'{"sessionId": "..", "language": "go"}', "application/json", 400, "bad_ticket_request"),
+        (b'{"sessionId": "tickets", "language": "go"}', "application/json", 400, "bad_ticket_request"),
         (b'{"sessionId": "s1", "language": 3}', "application/json", 400, "bad_ticket_request"),
         (
             b'{"sessionId": "s1", "language": "go", "owner": "../x"}',
