@@ -17,10 +17,41 @@ from typing import Final, Protocol
 
 from kandev_lsp.stream.auth import TOKEN_ENV as _STREAM_TOKEN_ENV
 from kandev_lsp.stream.auth import StreamToken, TokenError, check_bearer, load_token
+from kandev_lsp.stream.handshake import Refusal, repeated_refusal
+from kandev_lsp.stream.origins import OriginPolicy
+from websockets.datastructures import Headers
 
-__all__ = ["TOKEN_ENV", "Authorizer", "BearerAuthorizer", "Caller", "CallerRequest", "load_broker_token"]
+__all__ = [
+    "CREDENTIAL_HEADERS",
+    "TOKEN_ENV",
+    "Authorizer",
+    "BearerAuthorizer",
+    "Caller",
+    "CallerRequest",
+    "load_broker_token",
+    "refusal_before_credentials",
+]
 
 TOKEN_ENV: Final = "KANDEV_LSP_BROKER_TOKEN"
+#: Headers that carry a caller's credentials: sent twice, a request is refused before any is looked at.
+CREDENTIAL_HEADERS: Final = ("Authorization", "Cookie")
+
+
+def refusal_before_credentials(
+    headers: Headers, origins: OriginPolicy
+) -> tuple[Refusal, dict[str, object]] | None:
+    """What every broker route (``/lsp/{sessionId}``, ``/metrics``, ``POST /lsp/tickets``) checks before
+    it looks at any credential, in this order: the ``Origin`` against the allowed origins (a cookie rides
+    on every request, whatever page sent it), then a repeated ``Authorization`` or ``Cookie``. The
+    refusal and its log fields (``error``, and the refused origin's first 128 characters), or ``None``."""
+    sent = headers.get_all("Origin")
+    refusal = origins.refusal(sent)
+    if refusal is not None:
+        return refusal, {"error": refusal.error, "origin": sent[0][:128]}
+    refusal = repeated_refusal(headers, CREDENTIAL_HEADERS)
+    if refusal is not None:
+        return refusal, {"error": "repeated_header"}
+    return None
 
 
 @dataclass(frozen=True, slots=True)

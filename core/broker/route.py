@@ -28,7 +28,7 @@ from http import HTTPStatus
 from typing import Final
 from urllib.parse import parse_qs, urlsplit
 
-from kandev_lsp.broker.auth import Authorizer, Caller, CallerRequest
+from kandev_lsp.broker.auth import Authorizer, Caller, CallerRequest, refusal_before_credentials
 from kandev_lsp.broker.closecodes import (
     CLOSE_REASONS,
     BrokerCloseCode,
@@ -63,7 +63,7 @@ from kandev_lsp.broker.tickets import (
 )
 from kandev_lsp.broker.upstream import UpstreamOptions
 from kandev_lsp.session import log_event
-from kandev_lsp.stream.handshake import Refusal, refuse, repeated_refusal, single_headers, unauthorized
+from kandev_lsp.stream.handshake import Refusal, refuse, single_headers, unauthorized
 from kandev_lsp.stream.origins import OriginPolicy
 from kandev_lsp.stream.websocket import close_within
 from websockets.asyncio.server import Server, ServerConnection, serve
@@ -76,8 +76,6 @@ __all__ = ["METRICS_ROUTE", "BrokerConfig", "BrokerServer"]
 log = logging.getLogger("kandev_lsp.broker")
 
 METRICS_ROUTE = "/metrics"
-#: Headers that carry a caller's credentials: sent twice, a request is refused before the authorizer.
-CREDENTIAL_HEADERS: Final = ("Authorization", "Cookie")
 #: How an operator allows a browser origin, named in a 403's message.
 _ORIGIN_SETTING: Final = "kandev-lsp broker --allow-origin ORIGIN, or BrokerConfig.allowed_origins"
 _MIB = 1024 * 1024
@@ -351,13 +349,9 @@ class BrokerServer:
             session = parse_broker_path(request.path)
         except BadBrokerRequest as exc:
             return Refusal(HTTPStatus(exc.status), exc.error, str(exc)), None
-        origins = request.headers.get_all("Origin")
-        refusal = self._origins.refusal(origins)
-        if refusal is not None:  # before any credential is looked at (a cookie rides on every request)
-            return refusal, {"error": refusal.error, "origin": origins[0][:128]}
-        refusal = repeated_refusal(request.headers, CREDENTIAL_HEADERS)
-        if refusal is not None:
-            return refusal, {"error": "repeated_header"}
+        refused = refusal_before_credentials(request.headers, self._origins)
+        if refused is not None:
+            return refused
         query = parse_qs(urlsplit(request.path).query, keep_blank_values=True)
         presented = presented_ticket(
             request.headers.get_all("Sec-WebSocket-Protocol"), query.get("ticket", [])
@@ -367,6 +361,7 @@ class BrokerServer:
         caller: Caller | None
         if presented.value is not None:
             languages = query.get("language", [])
+            origins = request.headers.get_all("Origin")  # one at most: more were refused above
             redeemed = self.tickets.redeem(
                 presented.value,
                 session,
@@ -387,13 +382,10 @@ class BrokerServer:
         return caller
 
     async def _metrics(self, connection: ServerConnection, request: Request) -> Response:
-        origins = request.headers.get_all("Origin")
-        refusal = self._origins.refusal(origins)
-        if refusal is not None:
-            return _refuse(connection, refusal, error=refusal.error, origin=origins[0][:128])
-        refusal = repeated_refusal(request.headers, CREDENTIAL_HEADERS)
-        if refusal is not None:
-            return _refuse(connection, refusal, error="repeated_header")
+        refused = refusal_before_credentials(request.headers, self._origins)
+        if refused is not None:
+            refusal, fields = refused
+            return _refuse(connection, refusal, **fields)
         caller = await self._authorizer.authorize(CallerRequest("", single_headers(request.headers)))
         if caller is None:
             return _refuse(connection, unauthorized())

@@ -15,11 +15,11 @@ import logging
 from http import HTTPStatus
 from typing import Final
 
-from kandev_lsp.broker.auth import Authorizer, CallerRequest
+from kandev_lsp.broker.auth import Authorizer, CallerRequest, refusal_before_credentials
 from kandev_lsp.broker.listener import PlainRequest, PlainResponse
 from kandev_lsp.broker.tickets import BadMintRequest, TicketBook, TicketGrant, parse_mint_body
 from kandev_lsp.session import log_event
-from kandev_lsp.stream.handshake import Refusal, repeated_refusal, single_headers, unauthorized
+from kandev_lsp.stream.handshake import Refusal, single_headers, unauthorized
 from kandev_lsp.stream.origins import OriginPolicy, normalize_origin
 
 __all__ = ["TICKETS_ROUTE", "TicketRoute"]
@@ -27,7 +27,6 @@ __all__ = ["TICKETS_ROUTE", "TicketRoute"]
 log = logging.getLogger("kandev_lsp.broker")
 
 TICKETS_ROUTE: Final = "/lsp/tickets"
-CREDENTIAL_HEADERS: Final = ("Authorization", "Cookie")
 
 
 def _answer(status: HTTPStatus, error: str, message: str, *headers: tuple[str, str]) -> PlainResponse:
@@ -35,9 +34,10 @@ def _answer(status: HTTPStatus, error: str, message: str, *headers: tuple[str, s
 
 
 def _refused(refusal: Refusal, **fields: object) -> PlainResponse:
-    log_event(
-        log, "ticket_refused", logging.WARNING, status=int(refusal.status), error=refusal.error, **fields
-    )
+    """The answer to a refused mint, logged ``ticket_refused`` with ``fields`` (``error``: the
+    refusal's unless they name one)."""
+    logged = {"error": refusal.error, **fields}
+    log_event(log, "ticket_refused", logging.WARNING, status=int(refusal.status), **logged)
     extra = [("WWW-Authenticate", "Bearer")] if refusal.status == HTTPStatus.UNAUTHORIZED else []
     return _answer(refusal.status, refusal.error, refusal.message, *extra)
 
@@ -58,13 +58,11 @@ class TicketRoute:
                 "not_found",
                 "the broker answers POST /lsp/tickets; editors connect with GET /lsp/{sessionId}",
             )
+        refused = refusal_before_credentials(request.headers, self._origins)
+        if refused is not None:
+            refusal, fields = refused
+            return _refused(refusal, **fields)
         origins = request.headers.get_all("Origin")
-        refusal = self._origins.refusal(origins)
-        if refusal is not None:
-            return _refused(refusal, origin=origins[0][:128])
-        refusal = repeated_refusal(request.headers, CREDENTIAL_HEADERS)
-        if refusal is not None:
-            return _refused(refusal)
         try:
             wanted = parse_mint_body(request.body, request.headers.get("Content-Type"))
         except BadMintRequest as exc:
