@@ -14,8 +14,17 @@ credentials (short-lived, single-use, bound to what it is for):
   settings the lease uses, K14.9), and optionally to a page origin;
 * **hashed at rest**: the book keeps SHA-256 digests, never the ticket itself, so a memory dump or a
   ``repr`` shows nothing that could be presented;
-* **bounded**: at most ``capacity`` tickets are outstanding at once; minting beyond that is refused until
-  the oldest expires (:meth:`TicketBook.retry_after`).
+* **timing-safe**: a presented ticket is found by its digest (a dict lookup), never compared with a
+  stored ticket. What a lookup's timing could leak is how much of a *digest* matched, and the caller
+  controls only the ticket: turning that into a ticket would take SHA-256 preimages (tickets are 256
+  random bits). ``hmac.compare_digest`` over every outstanding ticket would cost more and add nothing;
+* **single use under concurrency**: :meth:`TicketBook.redeem` finds and spends in one synchronous step
+  (``dict.pop``) and the route calls it with no ``await`` in between, so two presentations of one
+  ticket at the same instant cannot both pass (tests/broker/test_route_tickets.py races eight);
+* **bounded**: at most ``capacity`` tickets are outstanding at once (1024 by default, each a 32-byte
+  digest and a grant of four short strings: 0.86 MiB measured with every field at its longest, far
+  less for real ones); minting beyond that is refused
+  until the oldest expires (:meth:`TicketBook.retry_after`).
 
 Everything here is a pure decision over plain values with an injected clock; nothing is logged.
 """

@@ -249,3 +249,19 @@ def test_outstanding_tickets_are_capped_and_no_ticket_is_logged(caplog: pytest.L
     text = caplog.text
     assert "event=ticket_minted" in text and "why=unknown" in text
     assert not any(ticket in text for ticket in tickets)
+
+
+def test_one_ticket_presented_by_many_pages_at_the_same_instant_lets_exactly_one_through() -> None:
+    """Single use under concurrency: the check spends a ticket with no await between looking it up and
+    spending it, so of eight handshakes racing with one ticket, one is let through and seven are told
+    4401, whatever order the event loop runs them in."""
+
+    async def scenario() -> None:
+        async with broker_with() as (server, directory):
+            ticket = await ticket_for(server)
+            outcomes = await asyncio.gather(*(page(server, ticket) for _ in range(8)))
+            codes = sorted(code for _, code, _ in outcomes)
+            assert codes == [4002] + [4401] * 7
+            assert directory.lookups == 1
+
+    asyncio.run(scenario())
