@@ -47,7 +47,11 @@ class SettingsDirectory:
 
     Each file is re-read when its modification time or size changes (:class:`SettingsFile`); a missing
     file means no settings (the plugin's defaults); a file that turns invalid keeps its last good
-    contents (logged once, without the path: it names the owner)."""
+    contents (logged once, without the path: it names the owner). An owner name that could leave the
+    folder (a separator, ``.`` or ``..``, anything outside ``tickets.valid_owner``'s rule) reads nothing,
+    whoever named it: a ticket's owner is checked when minted, an embedder authorizer's ``Caller.owner``
+    only here. On a case-insensitive file system (macOS, Windows) ``Alice`` and ``alice`` are one file:
+    an embedder there gives its owners names of one case."""
 
     def __init__(self, path: str | os.PathLike[str]) -> None:
         self.path = os.fspath(path)
