@@ -134,7 +134,6 @@ class LeasePeer:
         self.requests = RequestMap(bounds, clock=clock)
         self.documents = DocumentVersions()
         self.client_versions = ClientVersions()  # the attached client's own, per server-facing version
-        self._counter_bytes = 0  # what the per-URI version counters cost (state_bytes)
         self.diagnostics = DiagnosticsStore(server_generation)
         self.registrations = RegistrationStore()
         self.progress = ProgressTracker(server_generation)
@@ -322,8 +321,6 @@ class LeasePeer:
             return
         document = dict(params["textDocument"])
         if message["method"] == "textDocument/didOpen":
-            if self.documents.last_version(uri) == 0:  # a counter kept for the lease's life (K17.6)
-                self._counter_bytes += len(uri.encode("utf-8")) + 8
             language_id = document.get("languageId")
             version = self.documents.open(uri, language_id if isinstance(language_id, str) else "")
             self.client_versions.forget(uri)  # a reopen starts the client's numbering over
@@ -561,7 +558,7 @@ class LeasePeer:
             + _json_size(registrations)
             + _json_size(self.progress_for_client())
             + _json_size(held)
-            + self._counter_bytes
+            + sum(len(uri.encode("utf-8")) + 8 for uri in self.documents.counted_uris())
             + 16 * len(self.client_versions)
         )
 

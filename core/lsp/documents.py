@@ -78,6 +78,10 @@ class DocumentVersions:
         """The last version handed out for ``uri`` (0 when never opened), open or not."""
         return self._last.get(uri, 0)
 
+    def counted_uris(self) -> tuple[str, ...]:
+        """Every URI a version was ever handed out for, open or not: the counters this object keeps."""
+        return tuple(self._last)
+
     def is_open(self, uri: str) -> bool:
         return uri in self._open
 
