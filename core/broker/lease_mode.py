@@ -224,6 +224,8 @@ class _Lease:
         self.pushed: dict[str, Any] | None = None
         self.settings_acks: collections.deque[asyncio.Future[bool]] = collections.deque()
         self.upstream: ClientConnection | None = None
+        #: Set once the upstream connection was made or given up (``upstream`` says which).
+        self.connected = asyncio.Event()
         self.ready: dict[str, Any] | None = None  # serve's ready frame
         self.ready_event = asyncio.Event()
         self.ended = asyncio.Event()
@@ -559,6 +561,7 @@ class LeaseMode:
         """Connect, relay install frames until ready, then read every message for the lease's life."""
         try:
             lease.upstream = await connect_upstream(lease.execution, lease.query, self._upstream_options)
+            lease.connected.set()
             if lease.upstream is None:
                 lease.end_code = BrokerCloseCode.SESSION_UNAVAILABLE
                 return
@@ -611,6 +614,7 @@ class LeaseMode:
                     lease.exit_sent and not lease.closed_by_broker and upstream.close_code == 1000
                 )
                 lease.end_code = client_close_for_upstream(upstream.close_code)
+            lease.connected.set()
             lease.ended.set()
             if lease.expiry is not None:
                 lease.expiry.cancel()
@@ -761,11 +765,10 @@ class LeaseMode:
 
     async def _stop(self, lease: _Lease, reason: ReleaseReason) -> None:
         """The LSP part of a stop (shutdown, exit), then serve's close or ours (K16.2)."""
-        if lease.reader is not None and lease.upstream is None and not lease.ended.is_set():
+        if lease.reader is not None and not lease.connected.is_set():
             with contextlib.suppress(TimeoutError):
                 async with asyncio.timeout(self.config.connect_timeout):
-                    while lease.upstream is None and not lease.ended.is_set():
-                        await asyncio.sleep(0.01)
+                    await lease.connected.wait()  # still connecting: stop what it connects to
         upstream = lease.upstream
         if upstream is None or lease.ended.is_set():
             if lease.reader is None:
