@@ -31,6 +31,8 @@ from typing import TYPE_CHECKING, Any
 from kandev_lsp.cli.common import UsageError, add_settings_argument, print_json, task_from_args
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from kandev_lsp.codedaemon.names import DaemonFiles
     from kandev_lsp.intel.service import IntelService
     from kandev_lsp.intel.surface.schemas import ToolSpec
@@ -427,16 +429,31 @@ def _ask_daemon(args: argparse.Namespace, folders: list[str], payload: Any) -> d
     return result
 
 
-def _starter(args: argparse.Namespace, files: DaemonFiles, identity: dict[str, Any], payload: Any) -> Any:
+def _starter(
+    args: argparse.Namespace, files: DaemonFiles, identity: dict[str, Any], payload: Any
+) -> Callable[[], dict[str, Any] | None]:
     """Starts the daemon of ``identity`` (called under its lock when none answers), unless the call is
-    refused before any server would be asked: then that refusal is the answer, and nothing is started."""
+    refused before any server would be asked: then that refusal is the answer, and nothing is started.
+    With :data:`~kandev_lsp.codedaemon.lifetime.MAX_DAEMONS` running for these roots already, the least
+    recently used idle one is retired first, and a note on stderr says what differs from it."""
 
     def start() -> dict[str, Any] | None:
+        from kandev_lsp.codedaemon.client import make_room
+        from kandev_lsp.codedaemon.lifetime import MAX_DAEMONS
         from kandev_lsp.codedaemon.starter import start_daemon
 
         refused = refusal(args, payload)
         if refused is not None:
             return {"result": refused}
+        for retired in make_room(files, identity, limit=MAX_DAEMONS):
+            differs = ", ".join(str(part) for part in retired.get("differs") or ()) or "nothing it could name"
+            print(
+                f"kandev-lsp code: note: replaced the idle daemon (pid {retired['retired']}) of these "
+                f"workspaces that had gone unused longest: at most {MAX_DAEMONS} run for one workspace "
+                f"set, one per configuration, and this call's differs from its in {differs} (a variable "
+                "that changes with every call makes each call a cold one)",
+                file=sys.stderr,
+            )
         return start_daemon(files, identity, idle_timeout=args.idle_timeout, timeout=START_TIMEOUT)
 
     return start

@@ -3,8 +3,9 @@
 :func:`ask` connects to the daemon's socket and sends the request. When nothing answers there (no socket
 file, or a stale one nobody listens on: a crashed or killed daemon), it takes the daemon's lock, looks
 again (another first call may have started it meanwhile: two first calls start one daemon), and else
-starts one (``start``, :mod:`~kandev_lsp.codedaemon.starter`); it leaves the lock before it asks, so the
-calls that waited for that start are asked concurrently. A daemon that answers
+starts one (``start``: :func:`make_room` when too many run for the same roots, then
+:mod:`~kandev_lsp.codedaemon.starter`); it leaves the lock before it asks, so the calls that waited for
+that start are asked concurrently. A daemon that answers
 ``restart`` (its settings file changed) has already left its socket: the next attempt starts its
 successor.
 
@@ -23,12 +24,24 @@ from typing import Any
 from kandev_lsp.codedaemon.names import DaemonFiles, roots_prefix
 from kandev_lsp.codedaemon.wire import MAX_MESSAGE, PROTOCOL, WireError, check_peer, decode, encode
 
-__all__ = ["Lost", "NotRunning", "Unavailable", "ask", "exchange", "listening", "put_down", "stop_all"]
+__all__ = [
+    "Lost",
+    "NotRunning",
+    "Unavailable",
+    "ask",
+    "exchange",
+    "listening",
+    "make_room",
+    "put_down",
+    "stop_all",
+]
 
 #: Seconds a caller waits for the lock while another call starts the same daemon (its start included).
 LOCK_TIMEOUT = 90.0
 #: Seconds a killed daemon may take to be gone.
 PUT_DOWN_TIMEOUT = 5.0
+#: Seconds a daemon asked to make room has to answer (it answers before it stops its servers).
+RETIRE_TIMEOUT = 5.0
 
 
 class NotRunning(Exception):
@@ -210,6 +223,46 @@ def stop_all(folder: str, roots: list[str], *, timeout: float) -> list[int]:
         if isinstance(pid, int):
             stopped.append(pid)
     return stopped
+
+
+def make_room(files: DaemonFiles, identity: Mapping[str, Any], *, limit: int) -> list[dict[str, Any]]:
+    """Before the daemon of ``identity`` (at ``files``) starts: retire the daemons of the same roots under
+    other configurations that went unused longest (their sockets' mtimes) until fewer than ``limit`` are
+    left; return their answers (``retired``: the pid, ``differs``: what differs from ``identity``).
+
+    A daemon with a call under way or a parked edit declines (``busy``) and the next is asked; if all
+    decline, the new one starts anyway (there are more than ``limit`` for a while). A stale socket is no
+    daemon and counts for none (the call of its own configuration replaces it); one that does not answer
+    is skipped. Called under ``files``' lock only: never another's (two callers could wait for each other).
+    """
+    folder = os.path.dirname(files.socket)
+    prefix = roots_prefix(identity["roots"])
+    others: list[tuple[int, str]] = []
+    try:
+        entries = list(os.scandir(folder))
+    except OSError:
+        return []
+    for entry in entries:
+        if entry.name.startswith(prefix) and entry.name.endswith(".sock") and entry.path != files.socket:
+            with contextlib.suppress(OSError):
+                others.append((entry.stat(follow_symlinks=False).st_mtime_ns, entry.path))
+    excess = len(others) - (limit - 1)
+    retired: list[dict[str, Any]] = []
+    for _, path in sorted(others):  # the least recently used first
+        if excess <= 0:
+            break
+        request = {"op": "retire", "protocol": PROTOCOL, "identity": dict(identity)}
+        try:
+            reply = exchange(path, request, RETIRE_TIMEOUT)
+        except NotRunning:
+            excess -= 1
+            continue
+        except (Lost, Unavailable):
+            continue
+        if isinstance(reply.get("retired"), int):
+            retired.append(reply)
+            excess -= 1
+    return retired
 
 
 def put_down(files: DaemonFiles, pid: int) -> None:

@@ -39,11 +39,12 @@ from kandev_lsp.codedaemon.lifetime import (
     DEFAULT_IDLE_TIMEOUT,
     TICK,
     Activity,
+    retirable,
     settings_changed,
     stamp,
     stop_reason,
 )
-from kandev_lsp.codedaemon.names import DaemonFiles
+from kandev_lsp.codedaemon.names import DaemonFiles, differences
 from kandev_lsp.codedaemon.wire import MAX_MESSAGE, PROTOCOL, WireError, check_peer, decode, encode
 from kandev_lsp.errors import KandevLspError
 from kandev_lsp.session import log_event
@@ -283,6 +284,8 @@ class CodeDaemon:
             self.stop("stop-requested")
             await self._stopped.wait()
             return {"stopped": os.getpid()}
+        if op == "retire":
+            return self._retire(request.get("identity"))
         if request.get("identity") != self.identity:
             return {"mismatch": True}
         if op != "call":
@@ -296,10 +299,29 @@ class CodeDaemon:
         if idle is not None:
             self.activity.idle_timeout = idle
         self.activity.begin(time.monotonic())
+        self._mark_used()
         try:
             return await self._call(request)
         finally:
             self.activity.end(time.monotonic())
+
+    def _retire(self, theirs: Any) -> dict[str, Any]:
+        """Make room for a daemon of another configuration of the same roots (:data:`~kandev_lsp.codedaemon.
+        lifetime.MAX_DAEMONS`): stop, unless a call is under way or a parked edit still approvable
+        (``busy``); the answer names what differs (never a value), and comes before the servers' stop."""
+        if not isinstance(theirs, dict) or theirs.get("roots") != self.identity["roots"]:
+            return {"mismatch": True}
+        if self._stopping.is_set() or not retirable(self.activity, time.monotonic()):
+            return {"busy": True}
+        self.stop("replaced")
+        return {"retired": os.getpid(), "differs": differences(self.identity, theirs)}
+
+    def _mark_used(self) -> None:
+        """The socket's mtime is this daemon's last call: the one a new configuration retires is the one
+        that went unused longest (its caller reads it with a ``stat``, asking no daemon)."""
+        if stamp(self.files.socket) == self._socket_stamp:
+            with contextlib.suppress(OSError):
+                os.utime(self.files.socket)
 
     async def _call(self, request: Mapping[str, Any]) -> dict[str, Any]:
         from kandev_lsp.cli.code import dry_run, tool_spec

@@ -12,6 +12,8 @@ A daemon stops (and stops every server it started first) when
 * its **settings file changed** (:func:`settings_changed`, checked at each call) or is no longer valid: the
   call is answered by a successor started under the new settings, as a one-shot run would read them (one
   that is not valid is refused, exit 1, as the one-shot run refuses it);
+* it is **replaced**: a call of another configuration of the same workspace roots starts a daemon while
+  :data:`MAX_DAEMONS` run for them, and this one went unused longest and is :func:`retirable`;
 * it is asked to (``kandev-lsp code --stop``) or signalled (SIGTERM, SIGINT, SIGHUP).
 """
 
@@ -23,9 +25,11 @@ from typing import Any, NamedTuple
 
 __all__ = [
     "DEFAULT_IDLE_TIMEOUT",
+    "MAX_DAEMONS",
     "TICK",
     "Activity",
     "Stamp",
+    "retirable",
     "settings_changed",
     "stamp",
     "stop_reason",
@@ -35,6 +39,12 @@ __all__ = [
 DEFAULT_IDLE_TIMEOUT = 300.0
 #: Seconds between two looks at the daemon's state (idle time, roots, socket): a few ``stat`` calls.
 TICK = 1.0
+#: Daemons that run at most for one set of workspace roots, one per configuration (environment, flags,
+#: settings file): a caller that starts one more first retires the least recently used idle one. Enough
+#: for the configurations a workspace sees at once (a task's agent, its person at a terminal, a
+#: ``--read-only`` reviewer); a caller whose environment changes with every command in a variable nobody
+#: left out of the identity gets cold calls, never a pile of idle daemons and their servers.
+MAX_DAEMONS = 3
 
 
 class Stamp(NamedTuple):
@@ -83,10 +93,15 @@ def stop_reason(activity: Activity, now: float, *, roots_present: bool, socket_o
         return "workspace-gone"
     if not socket_ours:
         return "socket-replaced"
-    idle = activity.in_flight == 0 and now - activity.last >= activity.idle_timeout
-    if idle and now >= activity.held_until:
+    if retirable(activity, now) and now - activity.last >= activity.idle_timeout:
         return "idle"
     return None
+
+
+def retirable(activity: Activity, now: float) -> bool:
+    """Whether a daemon may be replaced by another configuration's now: no call under way, and no parked
+    transaction still approvable (its edit would be lost with it)."""
+    return activity.in_flight == 0 and now >= activity.held_until
 
 
 def settings_changed(opened: Any, current: Any) -> bool:

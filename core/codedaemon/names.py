@@ -11,8 +11,9 @@ checked folder for one of their own between the check and the daemon's writes (i
 log: through a link, onto any file this user may write), as with ``sudo -E`` keeping another user's
 ``XDG_RUNTIME_DIR``.
 
-A daemon serves one **identity**: the workspace roots in order, the environment the servers get, the
-settings file, the flags that shape the service (``--install``, ``--read-only``, ``--disable-tool``) and
+A daemon serves one **identity**: the workspace roots in order, the environment the servers get (less the
+variables that only say which terminal, session or command the call came from, :data:`VOLATILE_VARIABLES`),
+the settings file, the flags that shape the service (``--install``, ``--read-only``, ``--disable-tool``) and
 the kandev-lsp installation (interpreter, package folder and its stamp, the wire's protocol). Its files
 are named ``code-<roots>-<identity>`` with two CRC-32s of their JSON: ``--stop`` finds every daemon of a
 set of roots by the first, and a changed environment or upgrade gets a daemon of its own by the second.
@@ -32,10 +33,12 @@ from typing import Any, NamedTuple
 __all__ = [
     "RUNTIME_VARIABLE",
     "SOCKET_PATH_MAX",
+    "VOLATILE_PREFIXES",
     "VOLATILE_VARIABLES",
     "DaemonFiles",
     "NoPrivateFolder",
     "daemon_files",
+    "differences",
     "ensure_private",
     "identity_environment",
     "roots_prefix",
@@ -44,9 +47,65 @@ __all__ = [
 
 #: Names the runtime folder explicitly (an absolute path); otherwise the XDG rule, then the temp folder.
 RUNTIME_VARIABLE = "KANDEV_LSP_RUNTIME_DIR"
-#: Shell bookkeeping that differs from one command to the next without changing what a server sees: left
-#: out of a daemon's identity, or every ``cd`` would start another daemon.
-VOLATILE_VARIABLES = frozenset({"_", "PWD", "OLDPWD", "SHLVL"})
+#: Variables that say which terminal, login session or command a call came from, and nothing a language
+#: server or its toolchain reads: left out of a daemon's identity, or every ``cd``, new terminal pane,
+#: resized window, ssh connection or harness command would start another daemon (each idling minutes with
+#: its servers). The daemon's servers keep the values of the call that started it. Everything else is
+#: identity (PATH, HOME, PYTHONPATH, VIRTUAL_ENV, NODE_OPTIONS, GOPATH, GOFLAGS, LANG, a variable a plugin's
+#: server reads): a list of what to leave out, never of what to keep, so a variable nobody listed here
+#: costs at most another daemon (:data:`~kandev_lsp.codedaemon.lifetime.MAX_DAEMONS` bounds them), never
+#: an answer from the wrong environment.
+VOLATILE_VARIABLES = frozenset(
+    {
+        # the shell's bookkeeping
+        "_",
+        "PWD",
+        "OLDPWD",
+        "SHLVL",
+        # the terminal: its kind, size, window or pane
+        "TERM",
+        "COLORTERM",
+        "COLUMNS",
+        "LINES",
+        "WINDOWID",
+        "TMUX",
+        "STY",
+        "WINDOW",
+        "VTE_VERSION",
+        "WT_SESSION",
+        "WT_PROFILE_ID",
+        "LC_TERMINAL",
+        "LC_TERMINAL_VERSION",
+        # the desktop session
+        "DISPLAY",
+        "WAYLAND_DISPLAY",
+        "DBUS_SESSION_BUS_ADDRESS",
+        "XDG_SEAT",
+        "XDG_VTNR",
+        # one command's (a systemd unit's run, a pytest test)
+        "INVOCATION_ID",
+        "JOURNAL_STREAM",
+        "SYSTEMD_EXEC_PID",
+        "PYTEST_CURRENT_TEST",
+    }
+)
+#: Prefixes of the same kind of variables: terminal emulators' (``TERM_SESSION_ID``, ``TMUX_PANE``,
+#: ``KITTY_WINDOW_ID``, VS Code's per-window ``VSCODE_GIT_IPC_HANDLE``), the ssh connection's
+#: (``SSH_CLIENT``, ``SSH_CONNECTION``, ``SSH_TTY``, a forwarded agent's ``SSH_AUTH_SOCK``, new with each
+#: connection), the login session's (``XDG_SESSION_ID``).
+VOLATILE_PREFIXES = (
+    "TERM_",
+    "TMUX_",
+    "KITTY_",
+    "WEZTERM_",
+    "ALACRITTY_",
+    "KONSOLE_",
+    "ITERM_",
+    "GNOME_TERMINAL_",
+    "VSCODE_",
+    "SSH_",
+    "XDG_SESSION_",
+)
 #: The longest socket path ``bind`` takes: ``sun_path`` is 108 bytes on Linux, its final NUL included.
 SOCKET_PATH_MAX = 107
 
@@ -153,8 +212,38 @@ def _parent_problem(info: os.stat_result, uid: int) -> str | None:
 
 
 def identity_environment(environ: Mapping[str, str]) -> dict[str, str]:
-    """The part of the caller's environment that is a daemon's identity (the servers inherit it)."""
-    return {key: value for key, value in environ.items() if key not in VOLATILE_VARIABLES}
+    """The part of the caller's environment that is a daemon's identity (the servers inherit it): all of
+    it but the :data:`VOLATILE_VARIABLES` and :data:`VOLATILE_PREFIXES`."""
+    return {
+        key: value
+        for key, value in environ.items()
+        if key not in VOLATILE_VARIABLES and not key.startswith(VOLATILE_PREFIXES)
+    }
+
+
+#: How :func:`differences` names the parts of an identity (the environment's by ``$NAME``).
+_PART_NAMES = {
+    "roots": "the workspace roots",
+    "env": "--env",
+    "settings": "the settings file",
+    "install": "--install",
+    "readOnly": "--read-only",
+    "disable": "--disable-tool",
+}
+
+
+def differences(one: Mapping[str, Any], other: Mapping[str, Any]) -> list[str]:
+    """What differs between two identities, by name only, never by value (an environment holds tokens):
+    ``$NAME`` for each environment variable, the flag or ``the settings file`` for the rest, ``the
+    kandev-lsp installation`` for its interpreter, package, stamp and protocol."""
+    found: list[str] = []
+    mine, theirs = one.get("environment") or {}, other.get("environment") or {}
+    found += [f"${name}" for name in sorted(set(mine) | set(theirs)) if mine.get(name) != theirs.get(name)]
+    for key in sorted((set(one) | set(other)) - {"environment"}):
+        name = _PART_NAMES.get(key, "the kandev-lsp installation")
+        if one.get(key) != other.get(key) and name not in found:
+            found.append(name)
+    return found
 
 
 def roots_prefix(roots: Sequence[str]) -> str:

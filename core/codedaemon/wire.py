@@ -7,11 +7,15 @@ caller's ``identity``, which must equal the daemon's (:mod:`~kandev_lsp.codedaem
 * ``{"op": "call", "tool", "payload", "deadline", "autoApprove", "idleTimeout"}``: one tool call
   (``--approve=ID`` is the call ``{"transactionId": ID, "approve": true}`` of the tool that parked it);
 * ``{"op": "stop"}``: stop the servers and exit; answered once they are stopped (any identity: ``--stop``
-  stops every daemon of a set of roots).
+  stops every daemon of a set of roots);
+* ``{"op": "retire", "identity"}``: a caller of another configuration of the same roots makes room for
+  its daemon (:func:`~kandev_lsp.codedaemon.client.make_room`): stop unless busy, answered at once.
 
 Replies: ``{"result": {...}}`` (the tool's result: the caller prints it and exits 0 or 1 as the one-shot
 path would), ``{"usage": "..."}`` (exit 2, nothing ran), ``{"error": "..."}`` (exit 1),
-``{"stopped": pid}``, ``{"restart": "..."}`` (the daemon is stopping because its settings file changed:
+``{"stopped": pid}``, ``{"retired": pid, "differs": [...]}`` (what differs from the caller's identity,
+by name: ``$PATH``, ``--read-only``) or ``{"busy": true}`` (a call under way, a parked edit),
+``{"restart": "..."}`` (the daemon is stopping because its settings file changed:
 ask its successor) or ``{"mismatch": true}`` (another identity answers at this name). A result, an error
 and a refusal of the flags may carry ``"stderr"``: what a one-shot run of the same flags would have said
 on stderr as it started (a plugin that failed to load, a settings file named but absent), which the

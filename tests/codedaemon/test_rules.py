@@ -12,6 +12,7 @@ import os
 import socket
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -28,6 +29,7 @@ from kandev_lsp.codedaemon.names import (
     DaemonFiles,
     NoPrivateFolder,
     daemon_files,
+    differences,
     ensure_private,
     identity_environment,
     roots_prefix,
@@ -114,9 +116,33 @@ def test_a_socket_path_too_long_for_bind_is_refused() -> None:
         daemon_files(folder, _identity())
 
 
-def test_shell_bookkeeping_is_not_part_of_the_identity() -> None:
-    environ = {"HOME": "/h", "PWD": "/a", "OLDPWD": "/b", "SHLVL": "2", "_": "/bin/x", "PATH": "/bin"}
-    assert identity_environment(environ) == {"HOME": "/h", "PATH": "/bin"}
+def test_what_only_says_which_terminal_session_or_command_is_not_part_of_the_identity() -> None:
+    toolchain = {
+        "HOME": "/h",
+        "PATH": "/bin",
+        "PYTHONPATH": "/p",
+        "VIRTUAL_ENV": "/v",
+        "NODE_OPTIONS": "--max-old-space-size=4096",
+        "GOFLAGS": "-mod=vendor",
+        "LANG": "C.UTF-8",
+        "LC_ALL": "C",  # a locale, unlike LC_TERMINAL
+        "XDG_RUNTIME_DIR": "/run/user/0",  # unlike XDG_SESSION_ID
+        "GIT_INDEX_FILE": "/r/.git/index",  # a hook's: the go command's VCS stamping runs git
+        "KANDEV_LSP_OWNER": "o",  # an owned tree's daemon goes with that tree
+    }
+    volatile = {"PWD": "/a", "OLDPWD": "/b", "SHLVL": "2", "_": "/bin/x", "COLUMNS": "80", "LINES": "24"}
+    volatile |= {"TERM": "xterm", "TMUX": "/tmp/t,1,0", "TMUX_PANE": "%3", "TERM_SESSION_ID": "w0t1"}
+    volatile |= {"SSH_CLIENT": "10.0.0.1 5 22", "SSH_TTY": "/dev/pts/3", "SSH_AUTH_SOCK": "/tmp/ssh-x/a"}
+    volatile |= {"LC_TERMINAL": "iTerm2", "XDG_SESSION_ID": "4", "VSCODE_GIT_IPC_HANDLE": "/run/v.sock"}
+    volatile |= {"PYTEST_CURRENT_TEST": "t.py::t (call)", "INVOCATION_ID": "ab", "WINDOWID": "7"}
+    assert identity_environment({**toolchain, **volatile}) == toolchain
+
+
+def test_what_differs_between_two_identities_is_named_never_valued() -> None:
+    mine = _identity(environment={"HOME": "/h", "TOKEN": "s3cret", "GOPATH": "/g"}, stamp=1)
+    theirs = _identity(environment={"HOME": "/h", "TOKEN": "other"}, stamp=2, readOnly=True)
+    assert differences(mine, theirs) == ["$GOPATH", "$TOKEN", "--read-only", "the kandev-lsp installation"]
+    assert differences(mine, mine) == []
 
 
 # -- when a daemon stops -----------------------------------------------------------------------------------
@@ -134,6 +160,29 @@ def test_when_a_daemon_stops() -> None:
     busy.hold(300.0)  # a parked transaction can still be approved
     assert stop_reason(busy, 200.0, roots_present=True, socket_ours=True) is None
     assert stop_reason(busy, 300.0, roots_present=True, socket_ours=True) == "idle"
+
+
+def test_a_daemon_makes_room_for_another_configuration_only_when_nothing_would_be_lost(
+    tmp_path: Path,
+) -> None:
+    """``retire`` (a caller of another configuration past MAX_DAEMONS): never during a call, never while a
+    parked edit can still be approved, never for other roots; the answer names what differs."""
+    identity = _identity(roots=[str(tmp_path)], environment={"PATH": "/a"})
+    files = DaemonFiles.of_socket(str(tmp_path / "code-x.sock"))
+    start = {"files": files._asdict(), "identity": identity, "token": "t"}
+    theirs = {**identity, "environment": {"PATH": "/b"}}
+    daemon = CodeDaemon(start, io.BytesIO())
+    daemon.activity.begin(time.monotonic())
+    assert daemon._retire(theirs) == {"busy": True}
+    daemon.activity.end(time.monotonic())
+    daemon.activity.hold(time.monotonic() + 300)
+    assert daemon._retire(theirs) == {"busy": True}
+    daemon.activity.held_until = 0.0
+    assert daemon._retire({**theirs, "roots": ["/elsewhere"]}) == {"mismatch": True}
+    assert daemon.stop_reason is None
+    assert daemon._retire(theirs) == {"retired": os.getpid(), "differs": ["$PATH"]}
+    assert daemon.stop_reason == "replaced"
+    assert daemon._retire(theirs) == {"busy": True}  # stopping already
 
 
 class _Settings:
