@@ -92,19 +92,31 @@ CONTROL_PREFIX = b'{"control"'
 MAX_CONTROL_FRAME = 1024
 
 
-def is_stop_frame(body: bytes) -> bool:
-    """Whether a client message is the stop request ``{"control":"stop"}`` (pure).
-
-    The object must have ``"control": "stop"`` and no ``jsonrpc`` key (other keys, e.g. an ``id``, are
-    ignored). Anything else, including a JSON-RPC message that merely mentions ``control``, is traffic.
-    """
-    if len(body) > MAX_CONTROL_FRAME or not body.startswith(CONTROL_PREFIX):
-        return False
+def control_object(body: bytes, limit: int = MAX_CONTROL_FRAME) -> dict[str, Any] | None:
+    """A client message as a control frame's object (pure): it starts with ``{"control"``, is at most
+    ``limit`` bytes, and parses to an object without a ``jsonrpc`` key; ``None`` for anything else, which
+    is traffic. The one parse behind :func:`is_stop_frame` and :func:`settings_request`."""
+    if len(body) > limit or not body.startswith(CONTROL_PREFIX):
+        return None
     try:
         data = json.loads(body)
     except ValueError:
+        return None
+    return data if isinstance(data, dict) and "jsonrpc" not in data else None
+
+
+def is_stop_frame(body: bytes, frame: Mapping[str, Any] | None = None) -> bool:
+    """Whether a client message is the stop request ``{"control":"stop"}`` (pure), at most
+    :data:`MAX_CONTROL_FRAME` bytes.
+
+    The object must have ``"control": "stop"`` and no ``jsonrpc`` key (other keys, e.g. an ``id``, are
+    ignored). Anything else, including a JSON-RPC message that merely mentions ``control``, is traffic.
+    ``frame``: the message's :func:`control_object`, when the caller has parsed it already.
+    """
+    if len(body) > MAX_CONTROL_FRAME:
         return False
-    return isinstance(data, dict) and data.get("control") == "stop" and "jsonrpc" not in data
+    frame = control_object(body) if frame is None else frame
+    return frame is not None and frame.get("control") == "stop"
 
 
 def stop_frame() -> str:
@@ -127,19 +139,16 @@ class SettingsRequest:
     settings: Mapping[str, Any] | None
 
 
-def settings_request(body: bytes) -> SettingsRequest | None:
+def settings_request(body: bytes, frame: Mapping[str, Any] | None = None) -> SettingsRequest | None:
     """A client message as a settings request (pure), under the stop frame's rules: it starts with
     ``{"control"``, is at most :data:`MAX_SETTINGS_FRAME` bytes, parses to ``"control": "settings"`` without
-    ``jsonrpc``, and its ``settings``, when present, is an object. Anything else is traffic (``None``)."""
-    if len(body) > MAX_SETTINGS_FRAME or not body.startswith(CONTROL_PREFIX):
+    ``jsonrpc``, and its ``settings``, when present, is an object. Anything else is traffic (``None``).
+    ``frame``: the message's :func:`control_object` (up to :data:`MAX_SETTINGS_FRAME`), when parsed
+    already."""
+    frame = control_object(body, MAX_SETTINGS_FRAME) if frame is None else frame
+    if frame is None or frame.get("control") != "settings":
         return None
-    try:
-        data = json.loads(body)
-    except ValueError:
-        return None
-    if not isinstance(data, dict) or data.get("control") != "settings" or "jsonrpc" in data:
-        return None
-    settings = data.get("settings")
+    settings = frame.get("settings")
     if settings is not None and not isinstance(settings, dict):
         return None
     return SettingsRequest(settings)

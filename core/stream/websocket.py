@@ -30,6 +30,8 @@ from kandev_lsp.stream.bridge import ClientGone, StopRequested
 from kandev_lsp.stream.contract import (
     CLOSE_REASONS,
     CONTROL_PREFIX,
+    MAX_SETTINGS_FRAME,
+    control_object,
     is_stop_frame,
     settings_ack,
     settings_request,
@@ -206,9 +208,12 @@ class WebSocketChannel:
 
     async def _control(self, body: bytes) -> bool:
         """Act on a control frame: True when ``body`` was one (it is not forwarded)."""
-        if is_stop_frame(body):
+        frame = control_object(body, MAX_SETTINGS_FRAME)  # parsed once, for every control frame
+        if frame is None:
+            return False
+        if is_stop_frame(body, frame):
             raise StopRequested
-        request = settings_request(body) if self._on_settings is not None else None
+        request = settings_request(body, frame) if self._on_settings is not None else None
         if request is None or self._on_settings is None:
             return False
         changed = self._on_settings(request.settings)
