@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from kandev_lsp.broker.auth import BearerAuthorizer
+from kandev_lsp.broker.auth import Authorizer, BearerAuthorizer
 from kandev_lsp.broker.directory import DirectoryError, Execution
 from kandev_lsp.broker.lease_mode import SuppressedProviders
 from kandev_lsp.broker.owner_settings import OwnerSettings
@@ -106,6 +106,22 @@ async def broker(
     )
     async with server:
         yield server
+
+
+@contextlib.asynccontextmanager
+async def broker_with(
+    directory: SpyDirectory | None = None, authorizer: Authorizer | None = None, **config: Any
+) -> AsyncIterator[tuple[BrokerServer, SpyDirectory]]:
+    """A broker over ``directory`` (by default one that knows no session: an accepted upgrade is closed
+    4002 right after it) with ``authorizer`` (by default the bearer token), and that directory, to count
+    its lookups; ``config`` goes to its :class:`BrokerConfig`."""
+    directory = directory or SpyDirectory({})
+    async with BrokerServer(
+        directory=directory,
+        authorizer=authorizer or BearerAuthorizer(StreamToken(BROKER_TOKEN)),
+        config=BrokerConfig(close_timeout=2.0, **config),
+    ) as server:
+        yield server, directory
 
 
 @contextlib.asynccontextmanager

@@ -11,20 +11,18 @@ visited.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 import os
 import signal
 import sys
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from kandev_lsp.broker.auth import Authorizer, BearerAuthorizer, Caller, CallerRequest
+from kandev_lsp.broker.auth import BearerAuthorizer, Caller, CallerRequest
 from kandev_lsp.broker.route import BrokerConfig, BrokerServer
 from kandev_lsp.stream.auth import StreamToken
-from routekit import BROKER_TOKEN, SpyDirectory, closed_with
+from routekit import BROKER_TOKEN, SpyDirectory, broker_with, closed_with
 from websockets.asyncio.client import connect
 from websockets.exceptions import InvalidStatus
 
@@ -42,19 +40,6 @@ class CookieAuthorizer:
     async def authorize(self, request: CallerRequest) -> Caller | None:
         self.seen.append(request)
         return Caller("alice") if request.headers.get("cookie") == "sid=alice-session" else None
-
-
-@contextlib.asynccontextmanager
-async def broker_with(
-    authorizer: Authorizer | None = None, **config: Any
-) -> AsyncIterator[tuple[BrokerServer, SpyDirectory]]:
-    directory = SpyDirectory({})  # no session: an accepted upgrade is closed 4002 right after
-    async with BrokerServer(
-        directory=directory,
-        authorizer=authorizer or BearerAuthorizer(StreamToken(BROKER_TOKEN)),
-        config=BrokerConfig(close_timeout=2.0, **config),
-    ) as server:
-        yield server, directory
 
 
 async def handshake(url: str, headers: list[tuple[str, str]], origin: str | None = None) -> Any:
@@ -97,7 +82,7 @@ def test_a_cookie_authorizer_is_never_asked_about_a_cross_site_page() -> None:
     async def scenario() -> None:
         cookie = [("Cookie", "sid=alice-session")]
         authorizer = CookieAuthorizer()
-        async with broker_with(authorizer, allowed_origins=(KANDEV,)) as (server, directory):
+        async with broker_with(authorizer=authorizer, allowed_origins=(KANDEV,)) as (server, directory):
             _forbidden(await handshake(server.url, cookie, EVIL))  # the hijack: alice's cookie, evil's page
             assert authorizer.seen == []
             assert directory.lookups == 0

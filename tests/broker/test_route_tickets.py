@@ -13,11 +13,11 @@ import asyncio
 import contextlib
 import json
 import logging
-from collections.abc import AsyncIterator
 from typing import Any
 
 import httpx
 import pytest
+import routekit
 from kandev_lsp.broker.auth import Authorizer, BearerAuthorizer, Caller, CallerRequest
 from kandev_lsp.broker.route import BrokerConfig, BrokerServer
 from kandev_lsp.stream.auth import StreamToken
@@ -31,18 +31,12 @@ BEARER = {"Authorization": f"Bearer {BROKER_TOKEN}"}
 REFUSALS = (4400, 4401, 4403, 4404)
 
 
-@contextlib.asynccontextmanager
-async def broker_with(
+def broker_with(
     directory: SpyDirectory | None = None, authorizer: Authorizer | None = None, **config: Any
-) -> AsyncIterator[tuple[BrokerServer, SpyDirectory]]:
-    directory = directory or SpyDirectory({})  # no session: an accepted upgrade is closed 4002
+) -> contextlib.AbstractAsyncContextManager[tuple[BrokerServer, SpyDirectory]]:
+    """routekit's broker, with the two page origins allowed unless ``config`` says otherwise."""
     config.setdefault("allowed_origins", (KANDEV, OTHER))
-    async with BrokerServer(
-        directory=directory,
-        authorizer=authorizer or BearerAuthorizer(StreamToken(BROKER_TOKEN)),
-        config=BrokerConfig(close_timeout=2.0, **config),
-    ) as server:
-        yield server, directory
+    return routekit.broker_with(directory, authorizer, **config)
 
 
 async def mint(server: BrokerServer, body: Any, headers: dict[str, str] | None = None) -> httpx.Response:
