@@ -5,12 +5,14 @@ so does a closed terminal (SIGHUP), and Ctrl-C when the demo inherited SIGINT ig
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import signal
 import subprocess
 import sys
 import uuid
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 import pytest
@@ -23,6 +25,26 @@ from stream_testkit import RealServers
 pytestmark = [pytest.mark.real_server, pytest.mark.network_registry]
 
 
+@contextlib.contextmanager
+def demo(environ: dict[str, str], launch: Sequence[str] = ()) -> Iterator[subprocess.Popen[str]]:
+    """``web/demo.py --quiet`` as a user starts it (behind ``launch``), its output piped; killed, and
+    everything carrying its tag reaped, whatever the test did."""
+    with subprocess.Popen(
+        [*launch, sys.executable, str(WEB / "demo.py"), "--quiet"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=environ,
+        text=True,
+    ) as process:
+        try:
+            yield process
+        finally:
+            if process.poll() is None:
+                process.kill()
+                process.wait()
+            reap(environ[TAG])
+
+
 def test_the_demo_prints_a_url_whose_page_shows_a_marker_and_ctrl_c_stops_everything(
     chromium: Chromium, real_servers: RealServers
 ) -> None:
@@ -32,20 +54,8 @@ def test_the_demo_prints_a_url_whose_page_shows_a_marker_and_ctrl_c_stops_everyt
         **real_servers.overrides(),  # the installed pyright, found in this HOME's managed cache
         TAG: tag,  # every process the demo starts inherits it
     }
-    with subprocess.Popen(
-        [sys.executable, str(WEB / "demo.py"), "--quiet"],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        env=environ,
-        text=True,
-    ) as demo:
-        try:
-            _run_the_demo(demo, chromium, tag)
-        finally:
-            if demo.poll() is None:
-                demo.kill()
-                demo.wait()
-            reap(tag)
+    with demo(environ) as process:
+        _run_the_demo(process, chromium, tag)
 
 
 def _run_the_demo(demo: subprocess.Popen[str], chromium: Chromium, tag: str) -> None:
@@ -95,25 +105,14 @@ def test_a_closed_terminal_or_an_ignored_sigint_still_stops_everything_the_demo_
         "TMPDIR": str(temporary),  # where the demo keeps the tokens
         TAG: tag,
     }
-    with subprocess.Popen(
-        [*launch, sys.executable, str(WEB / "demo.py"), "--quiet"],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        env=environ,
-        text=True,
-    ) as demo:
-        try:
-            assert demo.stdout is not None and demo.stderr is not None
-            assert json.loads(demo.stdout.readline() or "{}").get("event") == "listening", demo.stderr.read()
-            assert len(processes_tagged(TAG, tag)) >= 4  # the demo, serve, the broker, the backend
-            assert list(temporary.glob("kandev-lsp-demo-*"))
-            demo.send_signal(signum)
-            _, errors = demo.communicate(timeout=60)
-            assert demo.returncode == 0 and "Traceback" not in errors, errors
-            assert processes_tagged(TAG, tag) == []
-            assert list(temporary.glob("kandev-lsp-demo-*")) == []
-        finally:
-            if demo.poll() is None:
-                demo.kill()
-                demo.wait()
-            reap(tag)
+    with demo(environ, launch) as process:
+        assert process.stdout is not None and process.stderr is not None
+        line = json.loads(process.stdout.readline() or "{}")
+        assert line.get("event") == "listening", process.stderr.read()
+        assert len(processes_tagged(TAG, tag)) >= 4  # the demo, serve, the broker, the backend
+        assert list(temporary.glob("kandev-lsp-demo-*"))
+        process.send_signal(signum)
+        _, errors = process.communicate(timeout=60)
+        assert process.returncode == 0 and "Traceback" not in errors, errors
+        assert processes_tagged(TAG, tag) == []
+        assert list(temporary.glob("kandev-lsp-demo-*")) == []
