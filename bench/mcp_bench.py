@@ -38,7 +38,8 @@ are driven only through what they share, the ``mcp`` command and raw LSP), check
 with the generated projects it adds this section after the phases above. Cases on the corpora: the
 references of four names each (``CORPUS_REFERENCES``, symbol targets as an agent gives them, the tool's
 default limit), then ``definition`` and ``hover`` at one use site and ``symbols`` of one file
-(``CORPUS_USES``). In one process and event loop:
+(``CORPUS_USES``; a hover inside a call's parentheses, where the tool asks signature help in parallel,
+against both requests in parallel). In one process and event loop:
 
 - the raw request on a warm server of the same kind: this tree's ``IntelService`` in this process, so
   the same settings and the pool's own client, at the place the tool's own answer resolved its target
@@ -270,62 +271,65 @@ def _raw(server: Any, method: str, params: dict[str, Any]) -> Any:
     return lambda: server.client.request(method, params)
 
 
+def corpus_calls(corpus: str, folder: Path) -> list[tuple[str, str, dict[str, Any]]]:
+    """``--corpus``'s calls, (name, tool, payload): the references of ``CORPUS_REFERENCES``, then
+    definition and hover at ``CORPUS_USES``' use site and the symbols of its file."""
+    calls = [
+        (
+            f"references {symbol}",
+            "code_navigate",
+            {"target": {"path": path, "symbol": symbol}, "kind": "references", "firstMatch": True},
+        )
+        for path, symbol in CORPUS_REFERENCES[corpus]
+    ]
+    (path, text, name), outlined = CORPUS_USES[corpus]
+    target = {"path": path, "line": _line_of(folder, path, text), "matchText": name}
+    return [
+        *calls,
+        (f"definition {name}", "code_navigate", {"target": target, "kind": "definition"}),
+        (f"hover {name}", "code_hover", {"target": target}),
+        (f"symbols {Path(outlined).name}", "code_symbols", {"path": outlined}),
+    ]
+
+
 async def corpus_cases(service: Any, corpus: str, folder: Path) -> list[Case]:
-    """``--corpus``'s calls on a started service over the corpus: each with the raw request it wraps, at
-    the place the service's own answer resolved its target to (the service waits for the server's
-    readiness on the first call, so the raw requests after it are complete)."""
+    """:func:`corpus_calls` on a started service over the corpus, each with the raw request(s) it wraps
+    at the place the service's own answer resolved its target to (the service waits for the server's
+    readiness on the first call, so the raw requests after it are complete). A hover inside a call's
+    parentheses, where the tool asks signature help in parallel, is measured against both requests in
+    parallel (``(+signature)``)."""
     from kandev_lsp.intel.surface.dispatch import IntelContext
 
     ctx = IntelContext(deadline=120)
-
-    async def placed(tool: str, payload: dict[str, Any]) -> tuple[Any, Any, dict[str, int]]:
+    cases: list[Case] = []
+    for name, tool, payload in corpus_calls(corpus, folder):
         answer = await service.dispatch(tool, payload, ctx)
         assert answer["ok"], answer
-        return await raw_position(service, answer["target"])
+        if tool == "code_symbols":
+            file = service.workspace.resolve(payload["path"])
+            server = await service.pool.server_for(file)
+            await server.sync(file)
+            outline = {"textDocument": {"uri": file.uri}}
+            cases.append((name, tool, payload, _raw(server, "textDocument/documentSymbol", outline)))
+            continue
+        server, file, position = await raw_position(service, answer["target"])
+        params: dict[str, Any] = {"textDocument": {"uri": file.uri}, "position": position}
+        if payload.get("kind") == "references":
+            params["context"] = {"includeDeclaration": True}
+            cases.append((name, tool, payload, _raw(server, "textDocument/references", params)))
+        elif payload.get("kind") == "definition":
+            cases.append((name, tool, payload, _raw(server, "textDocument/definition", params)))
+        elif answer.get("signatureOf") == "enclosingCall":
+            # Inside a call's parentheses the tool asks signature help too, in parallel: so does raw.
+            hover = _raw(server, "textDocument/hover", params)
+            signature = _raw(server, "textDocument/signatureHelp", params)
 
-    cases: list[Case] = []
-    for path, symbol in CORPUS_REFERENCES[corpus]:
-        payload = {"target": {"path": path, "symbol": symbol}, "kind": "references", "firstMatch": True}
-        server, file, position = await placed("code_navigate", payload)
-        params = {
-            "textDocument": {"uri": file.uri},
-            "position": position,
-            "context": {"includeDeclaration": True},
-        }
-        cases.append(
-            (
-                f"references {symbol}",
-                "code_navigate",
-                payload,
-                _raw(server, "textDocument/references", params),
-            )
-        )
-    (path, text, name), outlined = CORPUS_USES[corpus]
-    target = {"path": path, "line": _line_of(folder, path, text), "matchText": name}
-    server, file, position = await placed("code_navigate", {"target": target, "kind": "definition"})
-    params = {"textDocument": {"uri": file.uri}, "position": position}
-    cases.append(
-        (
-            f"definition {name}",
-            "code_navigate",
-            {"target": target, "kind": "definition"},
-            _raw(server, "textDocument/definition", params),
-        )
-    )
-    cases.append(
-        (f"hover {name}", "code_hover", {"target": target}, _raw(server, "textDocument/hover", params))
-    )
-    file = service.workspace.resolve(outlined)
-    server = await service.pool.server_for(file)
-    await server.sync(file)
-    cases.append(
-        (
-            f"symbols {Path(outlined).name}",
-            "code_symbols",
-            {"path": outlined},
-            _raw(server, "textDocument/documentSymbol", {"textDocument": {"uri": file.uri}}),
-        )
-    )
+            async def both(hover: Any = hover, signature: Any = signature) -> Any:
+                return await asyncio.gather(hover(), signature())
+
+            cases.append((f"{name} (+signature)", tool, payload, both))
+        else:
+            cases.append((name, tool, payload, _raw(server, "textDocument/hover", params)))
     return cases
 
 
