@@ -33,7 +33,7 @@ async def install_servers(home: Path, languages: Sequence[str]) -> None:
     npm; the npm cache and the installer's working folder go inside ``home`` too)."""
     if str(_STREAM_TESTS) not in sys.path:
         sys.path.insert(0, str(_STREAM_TESTS))
-    from stream_testkit import RealServers
+    from stream_testkit import RealServers  # type: ignore[import-not-found]  # tests/stream, on sys.path now
 
     servers = RealServers(home, home / "npm-cache")
     cwd = home / "install-cwd"

@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import functools
 import json
 import os
 import statistics
@@ -222,7 +223,7 @@ async def bench_language(
                 order = (raw, None) if index % 2 == 0 else (None, raw)
                 for step in order:
                     if step is None:
-                        elapsed, cpu, result = await _timed(lambda t=tool, p=payload: call(t, p, ctx))
+                        elapsed, cpu, result = await _timed(functools.partial(call, tool, payload, ctx))
                         tool_times.append(elapsed)
                         tool_cpu.append(cpu)
                     else:

@@ -117,7 +117,7 @@ def _service(folder: Path, home: Path) -> Any:
 
 def jedi_sites(folder: Path, per_name: int) -> list[tuple[str, int, int, tuple[str, int, int]]]:
     """(file, 1-based line, 1-based column, jedi's definition) for up to ``per_name`` uses of each name."""
-    import jedi
+    import jedi  # type: ignore[import-untyped]
 
     src = folder / "src"
     # click's own sources first (the standard library after them, no installed packages): jedi then
@@ -362,28 +362,29 @@ def main() -> int:
                 ("click 8.1.7", one, CLICK_REFERENCES),
                 ("zod 4.6.7", two, ZOD_REFERENCES),
             ):
-                rows = asyncio.run(references(folder, home, names))
-                equal = sum(1 for row in rows if row[3])
-                print(f"references against raw on {label}: {equal}/{len(rows)} names equal")
-                for name, ours, raw, same in rows:
+                compared = asyncio.run(references(folder, home, names))
+                equal = sum(1 for row in compared if row[3])
+                print(f"references against raw on {label}: {equal}/{len(compared)} names equal")
+                for name, ours, raw, same in compared:
                     print(f"  {name:28} ours {ours:>4}  raw {raw:>4}  {'equal' if same else 'DIFFERENT'}")
         if "freshness" not in args.skip:
             one, two = fresh("freshness")
             for language, folder in (("python", one), ("typescript", two)):
                 rows = asyncio.run(freshness(folder, home, language, args.rounds))
-                ours = [row[0] for row in rows]
+                answered = [row[0] for row in rows]
                 raws = [row[2] for row in rows if row[2] is not None]
                 right = sum(1 for row in rows if row[1])
                 raw_p50 = statistics.median(raws) if raws else float("nan")
                 print(
                     f"freshness after a plain write ({'pyright, click core.py after utils.make_str' if language == 'python' else 'typescript-language-server, zod coerce.ts'}), "
                     f"{len(rows)} rounds: correct and current {right}/{len(rows)}; write -> answer p50 "
-                    f"{statistics.median(ours):.2f} s, raw republish p50 {raw_p50:.2f} s "
-                    f"({statistics.median(ours) / raw_p50:.2f}x)"
+                    f"{statistics.median(answered):.2f} s, raw republish p50 {raw_p50:.2f} s "
+                    f"({statistics.median(answered) / raw_p50:.2f}x)"
                 )
-                for n, (mine, ok, raw) in enumerate(rows):
+                for n, (mine, ok, republished) in enumerate(rows):
+                    shown = republished if republished is None else round(republished, 2)
                     print(
-                        f"  round {n}: ours {mine:.2f} s {'current+correct' if ok else 'WRONG'}; raw {raw if raw is None else round(raw, 2)} s"
+                        f"  round {n}: ours {mine:.2f} s {'current+correct' if ok else 'WRONG'}; raw {shown} s"
                     )
     return 0
 
