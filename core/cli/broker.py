@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 from kandev_lsp.broker.config import DEFAULT_DETACH_TIMEOUT  # these three are pure: no websockets
 from kandev_lsp.broker.leases import ClaimPolicy
 from kandev_lsp.broker.tickets import DEFAULT_TICKET_TTL, MAX_TICKET_TTL
+from kandev_lsp.cli.common import positive_seconds
 from kandev_lsp.cli.serve import (
     add_allow_origin_argument,
     add_listen_arguments,
@@ -65,7 +66,7 @@ def add_broker_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentPa
     parser.add_argument(
         "--detach-timeout",
         metavar="SECONDS",
-        type=_positive_seconds,
+        type=positive_seconds,
         default=DEFAULT_DETACH_TIMEOUT,
         help=(
             "with continuity on: how long a lease lives with no client attached before it ends "
@@ -104,16 +105,6 @@ def add_broker_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentPa
     )
     add_log_level_argument(parser, "info")
     parser.set_defaults(handler=run_broker)
-
-
-def _positive_seconds(value: str) -> float:
-    try:
-        seconds = float(value)
-    except ValueError:
-        seconds = 0.0
-    if not seconds > 0 or seconds == float("inf"):
-        raise argparse.ArgumentTypeError(f"{value!r} is not a number of seconds above 0, e.g. 3600")
-    return seconds
 
 
 def _ticket_ttl(value: str) -> float:

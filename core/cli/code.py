@@ -28,7 +28,13 @@ import os
 import sys
 from typing import TYPE_CHECKING, Any
 
-from kandev_lsp.cli.common import UsageError, add_settings_argument, print_json, task_from_args
+from kandev_lsp.cli.common import (
+    UsageError,
+    add_settings_argument,
+    positive_seconds,
+    print_json,
+    task_from_args,
+)
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -40,8 +46,8 @@ if TYPE_CHECKING:
 #: Tool-call deadline of ``kandev-lsp code``: a cold server's readiness may be part of the call.
 COLD_DEADLINE = 60.0
 #: Seconds a caller waits for the daemon's answer past the call's own deadline (the daemon's own work, a
-#: loaded machine); past that the daemon counts as lost.
-ANSWER_GRACE = 15.0
+#: loaded machine) by default; past that the daemon counts as stalled and is replaced (``--stall-timeout``).
+STALL_TIMEOUT = 15.0
 #: Seconds a caller waits for a daemon it started to be ready (an interpreter start and the plugins).
 START_TIMEOUT = 60.0
 #: Seconds ``--stop`` waits for each daemon to stop its servers (a graceful stop takes a few); one that
@@ -166,7 +172,7 @@ def add_code_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentPars
     parser.add_argument(
         "--deadline",
         metavar="SECONDS",
-        type=float,
+        type=positive_seconds,
         default=COLD_DEADLINE,
         help=f"the call's time budget, server start and readiness included (default {COLD_DEADLINE:g}: "
         "a first call is a cold start)",
@@ -181,10 +187,19 @@ def add_code_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentPars
     daemon.add_argument(
         "--idle-timeout",
         metavar="SECONDS",
-        type=float,
+        type=positive_seconds,
         default=None,
         help="stop the daemon and its servers after this long without a call (default 300; the latest "
         "call's value holds)",
+    )
+    daemon.add_argument(
+        "--stall-timeout",
+        metavar="SECONDS",
+        type=positive_seconds,
+        default=STALL_TIMEOUT,
+        help=f"how long past --deadline to wait for the daemon's answer before it counts as stalled: it is "
+        f"then killed with its servers, the call exits 1 and the next one starts a new daemon (default "
+        f"{STALL_TIMEOUT:g}; the call's whole wait is --deadline plus this)",
     )
     daemon.add_argument(
         "--stop",
@@ -269,10 +284,6 @@ def call_payload(args: argparse.Namespace) -> Any:
     ``--approve=ID`` / ``--discard=ID`` are the second step of a parked edit:
     ``{"transactionId": ID, "approve": true | false}``.
     """
-    if not args.deadline > 0:
-        raise UsageError(f"--deadline {args.deadline:g}: give a number of seconds above 0")
-    if args.idle_timeout is not None and not args.idle_timeout > 0:
-        raise UsageError(f"--idle-timeout {args.idle_timeout:g}: give a number of seconds above 0")
     check_flags(args)
     transaction = args.approve or args.discard
     if transaction is not None:
@@ -392,7 +403,7 @@ def _ask_daemon(args: argparse.Namespace, folders: list[str], payload: Any) -> d
         reply = client.ask(
             files,
             request,
-            timeout=args.deadline + ANSWER_GRACE,
+            timeout=args.deadline + args.stall_timeout,
             start=None if deciding else _starter(args, files, identity, payload),
         )
     except client.NotRunning:

@@ -37,6 +37,25 @@ class UsageError(KandevLspError):
     failure = "usage"
 
 
+#: The longest duration a seconds flag takes (a week): longer ones would overflow the platform's timers
+#: (``--deadline 1e300`` made the socket's settimeout raise OverflowError, a traceback).
+MAX_SECONDS = 7 * 24 * 3600.0
+
+
+def positive_seconds(value: str) -> float:
+    """An argparse ``type`` for a duration flag: a finite number of seconds above 0, at most
+    :data:`MAX_SECONDS` (not ``0``, ``-1``, ``nan`` or ``inf``, which would never time out, or at once)."""
+    try:
+        seconds = float(value)
+    except ValueError:
+        seconds = 0.0
+    if not 0 < seconds <= MAX_SECONDS:  # False for nan too
+        raise argparse.ArgumentTypeError(
+            f"{value!r} is not a number of seconds above 0 and at most {MAX_SECONDS:g} (a week), e.g. 30"
+        )
+    return seconds
+
+
 def add_task_arguments(parser: argparse.ArgumentParser, *, simulated_platform: bool = True) -> None:
     """``--workspace``, ``--env-file``, ``--env KEY=VALUE`` and (for explaining) ``--platform``."""
     group = parser.add_argument_group("task")

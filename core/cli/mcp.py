@@ -35,6 +35,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from kandev_lsp.cli.code import add_intel_arguments, open_service
+from kandev_lsp.cli.common import positive_seconds
 from kandev_lsp.cli.mcp_approval import (
     APPROVAL_SCHEMA,
     SessionApprovals,
@@ -66,7 +67,7 @@ def add_mcp_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParse
     add_intel_arguments(parser)
     parser.add_argument(
         "--idle-timeout",
-        type=float,
+        type=positive_seconds,
         default=1800.0,
         metavar="SECONDS",
         help="stop a language server after this long without a call (default: 1800)",
@@ -80,7 +81,7 @@ def add_mcp_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParse
     )
     parser.add_argument(
         "--deadline",
-        type=float,
+        type=positive_seconds,
         default=9.0,
         metavar="SECONDS",
         help="one tool call's time budget, server start and readiness included (default: 9, B8.3)",

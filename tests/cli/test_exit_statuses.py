@@ -46,6 +46,14 @@ USAGE = [
     ["serve", "--port", "70000"],  # not a port: the bind raised OverflowError (a traceback, exit 1)
     ["serve", "--port", "-1"],
     ["broker", "--directory", "sessions.json", "--port", "65536"],
+    # Durations: above 0, finite, at most a week (1e300 overflowed the socket's timeout: a traceback, 1).
+    ["code", "code_hover", "--deadline", "1e300"],
+    ["code", "code_hover", "--deadline", "inf"],
+    ["code", "code_hover", "--idle-timeout", "0"],
+    ["code", "code_hover", "--stall-timeout", "-1"],
+    ["mcp", "--deadline", "-1"],  # taken before, as --idle-timeout nan was: a server never idle
+    ["mcp", "--idle-timeout", "nan"],
+    ["broker", "--directory", "sessions.json", "--detach-timeout", "inf"],
 ]
 
 

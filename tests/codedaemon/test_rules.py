@@ -273,7 +273,6 @@ def test_a_one_shot_dry_run_offers_no_transaction_and_a_daemons_keeps_it() -> No
             "drop --json",
         ),  # ids may start with -
         (["code", "code_rename", "--approve=x", "--no-daemon"], "need the warm daemon"),
-        (["code", "code_hover", "--idle-timeout", "0"], "--idle-timeout 0"),
         (["code", "code_hover", "--read-only", "--auto-approve"], "nothing to approve"),
     ],
 )

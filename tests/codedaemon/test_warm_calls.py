@@ -294,13 +294,16 @@ def test_the_command_line_is_the_same_with_its_tool_ops(caller: Caller) -> None:
 
 def test_a_stalled_daemon_is_killed_and_replaced(caller: Caller) -> None:
     """A daemon that takes a call (or ``--stop``) and never answers: the caller gives up after the call's
-    deadline and a grace, kills it (its server dies with it) and the next call starts a new one."""
+    deadline and ``--stall-timeout`` (a user's knob: a hook that must never hang long shortens it too),
+    kills it (its server dies with it) and the next call starts a new one."""
     assert caller.call("code_navigate", REFERENCES)[0] == 0
     (daemon,) = caller.daemons()
     os.kill(daemon, signal.SIGSTOP)  # alive, its socket accepting, never answering
-    stalled = caller.run("code_navigate", "--json", json.dumps(REFERENCES), "--deadline", "1", check=False)
+    flags = ("--deadline", "1", "--stall-timeout", "1")
+    stalled = caller.run("code_navigate", "--json", json.dumps(REFERENCES), *flags, check=False)
     assert stalled.returncode == 1 and stalled.stdout == ""
-    assert f"the daemon (pid {daemon}) gave no answer" in stalled.stderr and "stopped now" in stalled.stderr
+    assert f"the daemon (pid {daemon}) gave no answer within 2 s" in stalled.stderr, stalled.stderr
+    assert "stopped now" in stalled.stderr
     wait_until(lambda: not caller.daemons() and not caller.servers(), timeout=30, what="the killed daemon")
     status, result = caller.call("code_navigate", REFERENCES)
     assert status == 0 and result["summary"] == "5 references · 2 files"
