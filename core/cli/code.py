@@ -108,10 +108,16 @@ def workspace_folders(args: argparse.Namespace) -> list[str]:
     """
     from kandev_lsp.workspace_access import check_workspace
 
-    folders = [os.path.abspath(folder) for folder in args.workspace] or [os.getcwd()]
+    folders = named_roots(args)
     for folder in folders:
         check_workspace(folder)
     return folders
+
+
+def named_roots(args: argparse.Namespace) -> list[str]:
+    """The workspace roots ``--workspace`` names, absolute (default: the current folder), unchecked:
+    ``--stop`` stops the daemons of roots that are gone too."""
+    return [os.path.abspath(folder) for folder in args.workspace] or [os.getcwd()]
 
 
 def check_flags(args: argparse.Namespace) -> None:
@@ -530,13 +536,12 @@ def stop_daemons(args: argparse.Namespace, *, warm: bool) -> int:
         from kandev_lsp.codedaemon import client
         from kandev_lsp.codedaemon.names import NoPrivateFolder, runtime_folder
 
-        folders = [os.path.abspath(folder) for folder in args.workspace] or [os.getcwd()]
         try:
             folder = runtime_folder()
         except NoPrivateFolder as error:
             print(f"kandev-lsp code: warning: {error}", file=sys.stderr)
         else:
-            stopped = client.stop_all(folder, folders, timeout=STOP_TIMEOUT)
+            stopped = client.stop_all(folder, named_roots(args), timeout=STOP_TIMEOUT)
     count = len(stopped)
     summary = (
         f"stopped {count} daemon{'s' if count != 1 else ''} and {'their' if count != 1 else 'its'} servers"
