@@ -40,7 +40,7 @@ PYTHON = {
 TYPESCRIPT = {
     "tsconfig.json": '{"compilerOptions": {"strict": true, "target": "es2020"}, "include": ["src"]}\n',
     "src/app.ts": 'export const first: number = "one";\n',
-    "src/other.ts": 'export const other: string = 2;\n',
+    "src/other.ts": "export const other: string = 2;\n",
 }
 
 

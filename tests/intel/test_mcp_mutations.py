@@ -360,5 +360,7 @@ def test_read_only_and_auto_approve_flags(project: Path, real_servers: RealServe
     assert out["read_only_rename"].is_error and "code_rename" in out["read_only_rename"].content[0].text
     rename = out["rename"]
     assert not rename.is_error, rename
-    assert "needsApproval" not in rename.structured_content and rename.structured_content["receipt"]["saved"] == "saved"
-    assert out["before"]["lib.py"].startswith("def greet(") and out["after"]["lib.py"].startswith("def salute(")
+    assert "needsApproval" not in rename.structured_content
+    assert rename.structured_content["receipt"]["saved"] == "saved"
+    assert out["before"]["lib.py"].startswith("def greet(")
+    assert out["after"]["lib.py"].startswith("def salute(")

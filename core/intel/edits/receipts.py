@@ -38,6 +38,8 @@ __all__ = [
 ]
 
 SaveState = Literal["saved", "not-saved", "uncertain"]
+
+
 def resource_entry(op: ResourceOp, *, exact: bool = True) -> dict[str, Any]:
     """A resource operation as the receipt lists it (the preview's shape, room A's
     :func:`~kandev_lsp.intel.edits.preview.resource_summary`); ``exact`` False when only observed (a

@@ -283,7 +283,8 @@ def build_locations(
     out: dict[str, Any] = {"files": files, "totalFound": total, "shown": shown, "truncated": shown < total}
     if shown < total:
         out["truncatedBy"] = "size" if cut_by_size else "limit"
-        out["totalFiles"] = sum(1 for _, spans in by_path.values() if spans)  # shown or not (issue 20 item 10)
+        # Every file, shown or not (issue 20 item 10).
+        out["totalFiles"] = sum(1 for _, spans in by_path.values() if spans)
     if located.omitted:
         out["omitted"] = located.omitted
     return out
