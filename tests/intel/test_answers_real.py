@@ -182,6 +182,10 @@ async def _mixed(folder: Path, real_servers: RealServers, tag: str) -> None:
         assert symbols["ok"], symbols
         assert {s["path"] for s in symbols["symbols"]} == {"lib.py", "src/schemas.ts"}, symbols
         assert symbols["languages"] == ["python", "typescript"], symbols
+        # Both servers asked and neither answered (the call's deadline spent): not ready, never an
+        # empty ok answer (before: ok with no symbols when more than one server failed).
+        late = await service.dispatch("code_symbols", {"query": "shared"}, IntelContext(deadline=0.001))
+        assert not late["ok"] and late["status"] in ("timeout", "unavailable"), late
 
         # Item 6: every candidate id of an ambiguous answer resolves to its name (before: the callback's
         # assigned arrow function resolved at its "(" and its references were empty).

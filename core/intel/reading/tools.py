@@ -423,6 +423,8 @@ class LspReadTools:
             assert args.query is not None
             servers, skipped = await self._workspace_servers(deadline)
             answers: list[Any] = []
+            answered = 0
+            failure: ProviderUnavailable | ProviderFailed | None = None
             for server in servers:
                 try:
                     await server.wait_ready(deadline)
@@ -430,12 +432,14 @@ class LspReadTools:
                         server, "workspace/symbol", {"query": args.query}, deadline, ctx, warmup=False
                     )
                 except (ProviderUnavailable, ProviderFailed) as error:
-                    if not skipped and server is servers[-1] and not answers:
-                        raise
-                    skipped[server.language.id] = getattr(error, "message", str(error))
+                    failure = error
+                    skipped[server.language.id] = error.message
                     continue
+                answered += 1
                 if isinstance(value, list):
                     answers.extend(value)
+            if not answered and failure is not None:
+                raise failure  # nothing was searched: not ready, never an empty answer
             out = {
                 "query": args.query,
                 **workspace_symbols(answers, self.workspace, args.query, limit=args.limit),
