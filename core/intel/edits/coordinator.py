@@ -60,7 +60,7 @@ from kandev_lsp.intel.files.workspace import Workspace, WorkspaceFile
 from kandev_lsp.intel.reading.problems import file_problems
 from kandev_lsp.intel.reading.snapshots import Publication
 from kandev_lsp.intel.reading.tools import PUBLISH_WAIT, QUIET
-from kandev_lsp.intel.runtime.executor import Deadline, ProviderUnavailable, ProviderUnsupported
+from kandev_lsp.intel.runtime.executor import Deadline, ProviderUnavailable
 from kandev_lsp.intel.runtime.notices import NO_SERVER
 from kandev_lsp.intel.runtime.pool import (
     UNANSWERED,
@@ -68,6 +68,7 @@ from kandev_lsp.intel.runtime.pool import (
     ServerMissing,
     ServerPool,
     unanswered_reason,
+    unanswered_result,
 )
 from kandev_lsp.lsp.errors import LspError
 from kandev_lsp.lsp.positions import PositionEncoding
@@ -219,7 +220,7 @@ class MutationCoordinator:
             except IntelError as error:
                 return self._finish(tool, started, self._rejected(error.to_result(), targets))
             except (ProviderUnavailable, ServerMissing, LspError, ConnectionError) as error:
-                return self._finish(tool, started, self._rejected(_unavailable(error), targets))
+                return self._finish(tool, started, self._rejected(unanswered_result(error), targets))
             if not plan.files and not plan.resources and not produced.commands:
                 result = {
                     **produced.result,
@@ -968,19 +969,6 @@ def _command_label(command: Mapping[str, Any]) -> str:
 def _command_name(command: Mapping[str, Any]) -> str:
     name = command.get("title") or command.get("command")
     return str(name) if name is not None else "command"
-
-
-def _unavailable(error: BaseException) -> dict[str, Any]:
-    if isinstance(error, ServerMissing):
-        return {"ok": False, "status": "unavailable", "error": error.notice}
-    if isinstance(error, ProviderUnavailable):
-        status = "unsupported" if isinstance(error, ProviderUnsupported) else "unavailable"
-        return {"ok": False, "status": status, "error": error.message, **error.detail}
-    return {
-        "ok": False,
-        "status": "unavailable",
-        "error": f"the language server connection ended during the call ({error}); ask again to restart it",
-    }
 
 
 def _elsewhere_notice(elsewhere: Mapping[str, Any]) -> str:

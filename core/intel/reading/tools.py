@@ -55,6 +55,7 @@ from kandev_lsp.intel.runtime.pool import (
     ServerMissing,
     ServerPool,
     unanswered_reason,
+    unanswered_result,
 )
 from kandev_lsp.intel.surface.arguments import (
     DiagnosticsArgs,
@@ -94,14 +95,6 @@ SCAN_LIMIT: Final = 5000
 _SKIP_DIRS: Final = frozenset(
     {".git", "node_modules", "__pycache__", ".venv", "venv", "dist", "build", ".mypy_cache"}
 )
-
-
-def _unavailable(error: ProviderUnavailable) -> dict[str, Any]:
-    """``ok: false`` for a read no server answered: ``unsupported`` when this server never will (it does
-    not offer the request: ask something else), ``unavailable`` when it is not ready (ask again), issue 20
-    item 7."""
-    status = "unsupported" if isinstance(error, ProviderUnsupported) else "unavailable"
-    return {"ok": False, "status": status, "error": error.message, **error.detail}
 
 
 class ProviderFailed(IntelError):
@@ -381,17 +374,8 @@ class LspReadTools:
             result = await body(deadline)
         except ServerMissing as missing:
             result = no_server_answer(tool, empty, missing.notice)
-        except ProviderUnavailable as error:
-            result = _unavailable(error)
-        except (
-            LspError,
-            ConnectionError,
-        ) as error:  # the server went away mid-call: the next call restarts it
-            result = {
-                "ok": False,
-                "status": "unavailable",
-                "error": f"the language server connection ended during the call ({error}); ask again to restart it",
-            }
+        except (ProviderUnavailable, LspError, ConnectionError) as error:  # not ready, or gone mid-call
+            result = unanswered_result(error)
         if not _log.isEnabledFor(logging.INFO):  # the fields are not even gathered (issue 9 overhead)
             return result
         log_event(

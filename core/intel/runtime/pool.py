@@ -47,7 +47,7 @@ from kandev_lsp.intel.errors import IntelError
 from kandev_lsp.intel.files.regular import NOT_REGULAR, NotRegularFile, read_regular
 from kandev_lsp.intel.files.text import MAX_TEXT_BYTES, Document
 from kandev_lsp.intel.files.workspace import Root, Workspace, WorkspaceFile
-from kandev_lsp.intel.runtime.executor import Deadline, ProviderUnavailable
+from kandev_lsp.intel.runtime.executor import Deadline, ProviderUnavailable, ProviderUnsupported
 from kandev_lsp.intel.runtime.ledger import FENCE_METHOD, Activity, ChangeLedger
 from kandev_lsp.intel.runtime.notices import (
     install_failed_message,
@@ -86,6 +86,7 @@ __all__ = [
     "ServerMissing",
     "ServerPool",
     "unanswered_reason",
+    "unanswered_result",
 ]
 
 _log = logging.getLogger("kandev_lsp.intel")
@@ -150,14 +151,28 @@ class ServerMissing(Exception):
 UNANSWERED: Final = (IntelError, ProviderUnavailable, ServerMissing, LspError, ConnectionError)
 
 
-def unanswered_reason(error: BaseException) -> str:
-    """Why no server answered for a file (one of :data:`UNANSWERED`): the missing server's notice, the
-    provider's or tool's message, or the connection's end."""
+def unanswered_result(error: BaseException) -> dict[str, Any]:
+    """``ok: false`` for a call its server could not answer (B8.1; issue 20 item 7): ``unsupported`` when
+    this server never will (ask something else), else ``unavailable`` (missing, not ready, or gone
+    mid-call: the next call restarts it), with what the server reported."""
     if isinstance(error, ServerMissing):
-        return error.notice
-    if isinstance(error, IntelError | ProviderUnavailable):
+        return {"ok": False, "status": "unavailable", "error": error.notice}
+    if isinstance(error, ProviderUnavailable):
+        status = "unsupported" if isinstance(error, ProviderUnsupported) else "unavailable"
+        return {"ok": False, "status": status, "error": error.message, **error.detail}
+    return {
+        "ok": False,
+        "status": "unavailable",
+        "error": f"the language server connection ended during the call ({error}); ask again to restart it",
+    }
+
+
+def unanswered_reason(error: BaseException) -> str:
+    """Why no server answered for a file (one of :data:`UNANSWERED`): the tool's message, or the
+    :func:`unanswered_result` error."""
+    if isinstance(error, IntelError):
         return error.message
-    return f"the language server connection ended ({error or type(error).__name__})"
+    return str(unanswered_result(error)["error"])
 
 
 class InstallFailed(ProviderUnavailable):
