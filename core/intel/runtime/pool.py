@@ -571,26 +571,28 @@ class ManagedServer:
         and its publications arrive first. A ``quiet`` verdict drawn from its silence is kept only when
         it is idle now (:mod:`~kandev_lsp.intel.reading.freshness`)."""
         started = self.client.now()
+        return await self._fence_answered() and self.client.now() - started <= prompt
+
+    async def _run_fence(self) -> None:
+        """Fence requests until every noted change is covered by an answer (one at a time); without an
+        answer the changes stay "not yet had" (their diagnostics settling)."""
+        while self.ledger.unfenced and not self.client.closed:
+            self.ledger.fence_sent()
+            sent = self.client.now()
+            if not await self._fence_answered():
+                return
+            self.ledger.fenced(sent, self.client.now())
+
+    async def _fence_answered(self) -> bool:
+        """Send one fence request; whether the server answered it. An error answer is an answer
+        (MethodNotFound, as a ``$/`` request must get); a timeout, a refusal or a lost connection is not."""
         try:
             await self.client.request(FENCE_METHOD, None, timeout=FENCE_TIMEOUT)
         except (TimeoutError, ConnectionError, RequestRefused):
             return False
         except LspError:
-            pass  # MethodNotFound: an answer
-        return self.client.now() - started <= prompt
-
-    async def _run_fence(self) -> None:
-        """Fence requests until every noted change is covered by an answer (one at a time)."""
-        while self.ledger.unfenced and not self.client.closed:
-            self.ledger.fence_sent()
-            sent = self.client.now()
-            try:
-                await self.client.request(FENCE_METHOD, None, timeout=FENCE_TIMEOUT)
-            except (TimeoutError, ConnectionError, RequestRefused):
-                return  # no answer: the changes stay "not yet had" (their diagnostics settling)
-            except LspError:
-                pass  # an error answer (MethodNotFound, as a $/ request must get) is an answer
-            self.ledger.fenced(sent, self.client.now())
+            pass
+        return True
 
     def _tree_events(self) -> list[dict[str, Any]]:
         """Files of this project written, created or deleted on disk since the last refresh, none of them
