@@ -25,7 +25,7 @@ from kandev_lsp.intel.files.workspace import WorkspaceFile
 from kandev_lsp.intel.reading import tsserver
 from kandev_lsp.intel.reading.baselines import MAX_BASELINES, Baseline, Baselines
 from kandev_lsp.intel.reading.deltas import diagnostics_delta
-from kandev_lsp.intel.reading.freshness import Freshness, Publication, file_freshness
+from kandev_lsp.intel.reading.freshness import Activity, Freshness, Publication, file_freshness
 from kandev_lsp.intel.reading.graph import GraphBudgets, traverse
 from kandev_lsp.intel.reading.hints import inlay_hints, request_range
 from kandev_lsp.intel.reading.hover import hover_text
@@ -67,6 +67,7 @@ from kandev_lsp.intel.surface.arguments import (
 )
 from kandev_lsp.intel.surface.dispatch import IntelContext
 from kandev_lsp.lsp.errors import LspError
+from kandev_lsp.lsp.positions import PositionEncoding
 from kandev_lsp.session import log_event
 
 __all__ = ["LspReadTools", "ProviderFailed"]
@@ -777,6 +778,7 @@ class LspReadTools:
             await server.refresh()
             encoding = encoding or server.encoding
             now = server.client.now()
+            activity = server.activity()
             for uri, entry in server.client.endpoint.diagnostics.snapshot().items():
                 found = self.workspace.try_uri(uri)
                 if not isinstance(found, WorkspaceFile):
@@ -786,10 +788,8 @@ class LspReadTools:
                 synced = server.documents.get(uri)
                 text = synced.document if synced is not None else None
                 version = server.client.endpoint.documents.current(uri)
-                freshness = self.freshness(server, found, version, entry)
+                freshness = self.freshness(server, found, version, entry, activity=activity)
                 items.append(FileDiagnostics(found, version, entry, text, freshness))
-        from kandev_lsp.lsp.positions import PositionEncoding
-
         gathered.extend(items)
         snapshot = diagnostic_snapshot(
             items,
@@ -873,12 +873,15 @@ class LspReadTools:
         baseline for a later ``since``."""
         problems: dict[str, list[Any]] = {}
         for server in self.pool.servers:
+            if tsserver.offers_pull(server.capabilities):
+                continue  # typescript-language-server's publications are not final: only pulls count
+            activity = server.activity()
             for uri, entry in server.client.endpoint.diagnostics.snapshot().items():
                 found = self.workspace.try_uri(uri)
-                if not isinstance(found, WorkspaceFile) or tsserver.offers_pull(server.capabilities):
-                    continue  # typescript-language-server's publications are not final: only pulls count
+                if not isinstance(found, WorkspaceFile):
+                    continue
                 version = server.client.endpoint.documents.current(uri)
-                if self.freshness(server, found, version, entry).final:
+                if self.freshness(server, found, version, entry, activity=activity).final:
                     problems[found.display] = list(entry.diagnostics)
         for item in items:
             if item.publication is not None and (item.freshness is None or item.freshness.final):
@@ -964,8 +967,13 @@ class LspReadTools:
         publication: Publication | None,
         *,
         pulled: bool = False,
+        activity: Activity | None = None,
     ) -> Freshness:
-        """How fresh ``publication`` is for ``file`` on ``server``, from what the server was told."""
+        """How fresh ``publication`` is for ``file`` on ``server``, from what the server was told.
+
+        :param activity: ``server.activity()``, taken once by a caller judging many files of the server in
+            one pass (it scans every publication: once per file made a pass over n files cost n²).
+        """
         return file_freshness(
             label=file.display,
             version=version,
@@ -973,7 +981,7 @@ class LspReadTools:
             pulled=pulled,
             own=server.ledger.own(file.uri),
             other=server.ledger.latest_other(file.uri),
-            activity=server.activity(),
+            activity=activity if activity is not None else server.activity(),
             now=server.client.now(),
             quiet=QUIET,
         )
@@ -983,16 +991,20 @@ class LspReadTools:
         bounded by the deadline and PUBLISH_WAIT."""
         wait_until = time.monotonic() + min(PUBLISH_WAIT, max(0.0, deadline.remaining() - ANSWER_MARGIN))
         while time.monotonic() < wait_until:
-            if all(
-                self.freshness(
-                    s, synced.document.file, synced.document.version, s.client.endpoint.diagnostics.get(uri)
-                ).final
-                for s in servers
-                for uri, synced in s.documents.items()
-                if synced.document is not None
-            ):
+            if all(self._settled(server) for server in servers):
                 return
             await asyncio.sleep(POLL)
+
+    def _settled(self, server: ManagedServer) -> bool:
+        """Whether every open document of ``server`` has final diagnostics now."""
+        store, activity = server.client.endpoint.diagnostics, server.activity()
+        return all(
+            self.freshness(
+                server, synced.document.file, synced.document.version, store.get(uri), activity=activity
+            ).final
+            for uri, synced in server.documents.items()
+            if synced.document is not None
+        )
 
 
 #: Bases of a class followed at most, and how many levels up, for an inherited member (issue 20 item 8).
