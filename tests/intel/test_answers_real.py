@@ -125,6 +125,9 @@ async def _python(folder: Path, real_servers: RealServers, tag: str) -> None:
         wide = await call("code_diagnostics", {"since": baseline["baselineId"], "activateWorkspace": True})
         introduced = sorted((e["path"], e["line"]) for e in wide["delta"]["introduced"])
         assert introduced == [(demo, 9), ("src/pkg/use.py", 3), ("src/pkg/use.py", 4)], wide["delta"]
+        # use.py was never open when the baseline was taken: compared against none, and said so
+        assert wide["delta"]["withoutBaseline"] == ["src/pkg/use.py"], wide["delta"]
+        assert "withoutBaseline" not in receipt["delta"], receipt["delta"]
         core.write_text(original)
         back = await call("code_diagnostics", {"since": "last"})
         assert (back["delta"]["counts"]["resolved"], back["delta"]["counts"]["introduced"]) == (3, 0), back

@@ -1047,6 +1047,11 @@ def _delta(
         **diagnostics_delta(baseline.problems, after),
         "files": len(after),
     }
+    # Files the baseline knew nothing of (not open then, so no server's word on them): compared against
+    # none, so each of their diagnostics counts as introduced, and the delta says which files those are.
+    without = [path for path in sorted(after) if after[path] and path not in baseline.problems]
+    if without:
+        delta["withoutBaseline"] = without
     if unchecked:
         delta["notChecked"] = [{"path": path, "reason": why} for path, why in sorted(unchecked.items())]
     return delta
