@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 from intel_projects import write
 from kandev_lsp import TaskEnvironment
+from kandev_lsp.intel.reading import freshness
 from kandev_lsp.intel.service import IntelService
 from kandev_lsp.intel.surface.dispatch import IntelContext
 from stream_testkit import TAG_VARIABLE, RealServers
@@ -116,3 +117,47 @@ def test_typescript_diagnostics_after_a_plain_write_and_of_a_fresh_file(
 ) -> None:
     folder = write(tmp_path / "ts", TYPESCRIPT).resolve()
     asyncio.run(_typescript(folder, real_servers, tag))
+
+
+def _slow_importer(groups: int) -> str:
+    """A module pyright takes seconds to check (inferred comprehension types), importing utils."""
+    lines = ["from utils import make_str", "", "LABEL = make_str(0)", ""]
+    for i in range(groups):
+        lines += [
+            f"def f{i}(x: int, y: list[dict[str, int]]) -> list[int]:",
+            f"    z = {{k: [v * {i} for v in range(x)] for k, v in enumerate(y)}}",
+            "    return sorted(len(v) for v in z.values())",
+            "",
+        ]
+    return "\n".join(lines)
+
+
+async def _busy(folder: Path, real_servers: RealServers, tag: str) -> tuple[dict[str, Any], float, float]:
+    """core.py's diagnostics asked right after utils.py changed, and how long after the write pyright
+    published core.py and slow.py again."""
+    async with _service(folder, real_servers, tag) as service:
+        for path in ("slow.py", "utils.py", "core.py"):  # opened in this order: re-checked in this order
+            assert (await service.dispatch("code_diagnostics", {"path": path}, SLOW))["status"] == "current"
+        server = service.pool.servers[0]
+        utils = folder / "utils.py"
+        utils.write_text(utils.read_text().replace("(value: object)", "(value: object, extra: int)"))
+        written = server.client.now()
+        after = await service.dispatch("code_diagnostics", {"path": "core.py"}, SLOW)
+        store = server.client.endpoint.diagnostics
+        slow, core = (store.get((folder / name).as_uri()) for name in ("slow.py", "core.py"))
+        assert slow is not None and core is not None
+        return after, slow.received_at - written, core.received_at - written
+
+
+def test_a_caller_is_awaited_while_pyright_checks_another_importer(
+    tmp_path: Path, real_servers: RealServers, tag: str
+) -> None:
+    """A quiet verdict needs the server idle, not only silent (ManagedServer.idle): after utils.py changed,
+    pyright re-checks slow.py for seconds before core.py and says nothing meanwhile, so its silence past
+    RECHECK_QUIET says nothing of core.py yet. With the idle check removed (idle always true) core.py
+    answered quiet at 1.5 s with none of its new errors; with it, current with both."""
+    folder = write(tmp_path / "busy", {**PYTHON, "slow.py": _slow_importer(1000)}).resolve()
+    after, slow_at, core_at = asyncio.run(_busy(folder, real_servers, tag))
+    assert (after["status"], _errors(after)) == ("current", [5, 9]), after
+    # The scenario happened: core.py came after slow.py's check, later than the silence window
+    assert slow_at <= core_at and core_at > freshness.RECHECK_QUIET, (slow_at, core_at)
