@@ -57,6 +57,7 @@ from kandev_lsp.intel.runtime.pool import (
     unanswered_reason,
     unanswered_result,
 )
+from kandev_lsp.intel.runtime.watch import skipped_folder
 from kandev_lsp.intel.surface.arguments import (
     DiagnosticsArgs,
     HierarchyArgs,
@@ -93,9 +94,6 @@ POLL: Final = 0.02
 PROMPT: Final = 0.25
 #: Files scanned at most when counting or activating eligible files of a root.
 SCAN_LIMIT: Final = 5000
-_SKIP_DIRS: Final = frozenset(
-    {".git", "node_modules", "__pycache__", ".venv", "venv", "dist", "build", ".mypy_cache"}
-)
 
 
 class ProviderFailed(IntelError):
@@ -1156,10 +1154,11 @@ def _regular_file(path: str) -> bool:
 
 
 def _source_files(root: str, pool: ServerPool, limit: int) -> list[str]:
-    """Up to ``limit`` files under ``root`` some language here owns, skipping vendored and build folders."""
+    """Up to ``limit`` files under ``root`` some language here owns, skipping the folders a project tree
+    leaves out (:func:`~kandev_lsp.intel.runtime.watch.skipped_folder`: vendored, build output, hidden)."""
     found: list[str] = []
     for folder, dirs, files in os.walk(root):
-        dirs[:] = sorted(d for d in dirs if d not in _SKIP_DIRS and not d.startswith("."))
+        dirs[:] = sorted(d for d in dirs if not skipped_folder(d))
         for name in sorted(files):
             path = os.path.join(folder, name)
             if pool.language_of(path) is not None and _regular_file(path):
