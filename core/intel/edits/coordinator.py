@@ -738,16 +738,10 @@ class MutationCoordinator:
         """
 
         async def one(file: WorkspaceFile) -> tuple[str, tuple[list[dict[str, Any]], str]] | None:
-            if not os.path.isfile(file.absolute):
-                return file.display, ([], "current")  # deleted or renamed away: no diagnostics left
-            if self.pool.language_of(file.absolute) is None:
-                return None
+            if os.path.isfile(file.absolute) and self.pool.language_of(file.absolute) is None:
+                return None  # nothing to check (a deleted or renamed-away file has none left: current)
             try:
-                server = await self.pool.server_for(file, deadline)
-                document = await server.sync(file)
-                found = await self._reader._file_diagnostics(
-                    server, document, deadline, ctx, wait=PUBLISH_WAIT
-                )
+                found, encoding = await self._reader.diagnostics_now(file, deadline, ctx, wait=PUBLISH_WAIT)
             except UNANSWERED as error:
                 if unchecked is not None:
                     unchecked[file.display] = unanswered_reason(error)
@@ -760,7 +754,7 @@ class MutationCoordinator:
             # went silent; anything else is not the server's word on the new text.
             judged = found.freshness.state if found.freshness is not None else "current"
             state = {"current": "current", "quiet": "quiet", "pending": "pending"}.get(judged, "stale")
-            problems = file_problems(file, publication.diagnostics, document, server.encoding)
+            problems = file_problems(file, publication.diagnostics, found.text, encoding)
             return file.display, (problems, state)
 
         chosen = list({f.absolute: f for f in files}.values())[:MAX_DIAGNOSTIC_FILES]

@@ -852,13 +852,8 @@ class LspReadTools:
                 continue  # gone, or no longer inside the workspace: left out, never "all resolved"
 
         async def current(file: WorkspaceFile) -> FileDiagnostics | None:
-            if not os.path.isfile(file.absolute):  # deleted since: nothing of it is left
-                gone = _Pulled(None, (), asyncio.get_running_loop().time())
-                return FileDiagnostics(file, None, gone, None, Freshness("current"))
             try:
-                server = await self.pool.server_for(file, deadline)
-                document = await server.sync(file)
-                return await self._file_diagnostics(server, document, deadline, ctx)
+                return (await self.diagnostics_now(file, deadline, ctx))[0]
             except UNANSWERED as error:
                 unchecked[file.display] = unanswered_reason(error)
                 return None
@@ -885,6 +880,23 @@ class LspReadTools:
             if item.publication is not None and (item.freshness is None or item.freshness.final):
                 problems[item.file.display] = list(item.publication.diagnostics)
         return self.baselines.record(asyncio.get_running_loop().time(), problems)
+
+    async def diagnostics_now(
+        self, file: WorkspaceFile, deadline: Deadline, ctx: IntelContext, *, wait: float | None = None
+    ) -> tuple[FileDiagnostics, PositionEncoding]:
+        """``file``'s diagnostics now, by the freshness rule within the deadline (or ``wait`` seconds),
+        opened in its server if it is not, and the encoding of their ranges; a deleted file has none left
+        (``current``). What a ``since`` delta and a mutation's receipt compare.
+
+        :raises: one of :data:`~kandev_lsp.intel.runtime.pool.UNANSWERED` when its server cannot answer.
+        """
+        if not os.path.isfile(file.absolute):
+            gone = _Pulled(None, (), asyncio.get_running_loop().time())
+            return FileDiagnostics(file, None, gone, None, Freshness("current")), PositionEncoding.UTF16
+        server = await self.pool.server_for(file, deadline)
+        document = await server.sync(file)
+        found = await self._file_diagnostics(server, document, deadline, ctx, wait=wait)
+        return found, server.encoding
 
     async def _file_diagnostics(
         self,
