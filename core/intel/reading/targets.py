@@ -191,7 +191,7 @@ def plain_name(name: str) -> str:
     """``name`` with Go receivers written plainly: ``(*MemStore).Get`` and ``(MemStore).Get`` ->
     ``MemStore.Get``; any other name as it is. gopls names a method with its receiver in
     ``documentSymbol`` and without it in ``workspace/symbol``, so a target must accept both (B4.3)."""
-    return _RECEIVER.sub(r"\1.", name) if "(" in name else name
+    return _RECEIVER.sub(r"\1.", name) if ")." in name else name  # every receiver ends ")."
 
 
 def match_symbols(entries: Sequence[SymbolEntry], query: str, kind: str | None = None) -> list[SymbolEntry]:
