@@ -214,9 +214,10 @@ def match_symbols(entries: Sequence[SymbolEntry], query: str, kind: str | None =
     matches = []
     for e in entries:
         qualified = e.qualified_name
-        if e.name == query or qualified == query or qualified.endswith(suffix):
+        # ``in`` first: most entries do not hold the query at all, and it costs no method call.
+        if e.name == query or (query in qualified and (qualified == query or qualified.endswith(suffix))):
             matches.append(e)
-        elif "(" in qualified or plain is not query:  # a Go receiver on either side
+        elif ")." in qualified or ")." in e.name or plain is not query:  # a Go receiver on either side
             qualified = plain_name(qualified)
             if qualified == plain or qualified.endswith(plain_suffix) or plain_name(e.name) == plain:
                 matches.append(e)
