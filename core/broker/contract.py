@@ -8,13 +8,14 @@ which languages or hints are valid.
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any, Final
 from urllib.parse import parse_qs, urlsplit
+
+from kandev_lsp.stream.contract import frame_text
 
 __all__ = [
     "ROUTE_PREFIX",
@@ -123,10 +124,6 @@ def parse_broker_query(target: str) -> BrokerQuery:
 # --- frames the broker sends --------------------------------------------------------------------------
 
 
-def _frame(data: Mapping[str, Any]) -> str:
-    return json.dumps(data, ensure_ascii=False, separators=(",", ":"))
-
-
 @dataclass(frozen=True, slots=True)
 class ReadyInfo:
     """What the ``ready`` frame tells a client about its lease (K17.3, K5.3, K2.3)."""
@@ -153,7 +150,7 @@ class ReadyInfo:
 def ready_frame(info: ReadyInfo) -> str:
     """serve's ready frame (``status``, ``language``, ``workspacePath``, ``workspaceUri``) extended with
     the lease fields, so a client written for serve's stream works unchanged."""
-    return _frame(
+    return frame_text(
         {
             "status": "ready",
             "language": info.language,
@@ -186,8 +183,8 @@ def initialized_frame(
     said ``capabilities: null``) is told once the server answered (issue 18 item 4): the retained
     result's fields, as the ready frame names them, or the server's error."""
     if error is not None:
-        return _frame({"status": "initialize_failed", "error": dict(error)})
-    return _frame(
+        return frame_text({"status": "initialize_failed", "error": dict(error)})
+    return frame_text(
         {
             "status": "initialized",
             "capabilities": capabilities,
@@ -261,4 +258,4 @@ def ack_frame(
         data["confirmed"] = confirmed
     if error is not None:
         data["error"] = error
-    return _frame(data)
+    return frame_text(data)

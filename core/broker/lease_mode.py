@@ -77,7 +77,7 @@ from kandev_lsp.broker.requests import DEFAULT_REQUEST_TIMEOUT, RequestBounds
 from kandev_lsp.broker.upstream import UpstreamOptions, connect_upstream
 from kandev_lsp.protocol.jsonrpc import notification
 from kandev_lsp.session import log_event
-from kandev_lsp.stream.contract import settings_frame, stop_frame
+from kandev_lsp.stream.contract import frame_text, settings_frame, stop_frame
 from kandev_lsp.stream.websocket import close_within, closed_by
 from websockets.asyncio.client import ClientConnection
 from websockets.asyncio.server import ServerConnection
@@ -640,7 +640,7 @@ class LeaseMode:
                 )
             )
         for message in out.to_client:
-            if not attachment.send(json.dumps(message, ensure_ascii=False, separators=(",", ":"))):
+            if not attachment.send(frame_text(message)):
                 # The client stopped reading: detach it (4009), never block the server (K15.10).
                 self._stalled(lease, attachment)
                 return
@@ -749,7 +749,7 @@ class LeaseMode:
     def _to_server(self, lease: _Lease, out: PeerOutput) -> None:
         # One queue and one writer per upstream keep the messages in order without blocking the caller.
         for message in out.to_server:
-            lease.outbox.put_nowait(json.dumps(message, ensure_ascii=False, separators=(",", ":")))
+            lease.outbox.put_nowait(frame_text(message))
 
     async def _write_upstream(self, lease: _Lease, upstream: ClientConnection) -> None:
         try:

@@ -580,7 +580,9 @@ def _json_size(value: object) -> int:
     if value is None:
         return 0
     try:
-        return len(json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode("utf-8"))
+        return len(
+            json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode("utf-8", "surrogatepass")
+        )
     except (TypeError, ValueError):
         return 0
 

@@ -7,6 +7,7 @@ Everything here is pure, so the contract is tested without a socket, and documen
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import IntEnum
@@ -121,7 +122,7 @@ def is_stop_frame(body: bytes, frame: Mapping[str, Any] | None = None) -> bool:
 
 def stop_frame() -> str:
     """The stop request a stream client (the broker) sends: stop the server, reap it, then close 1000."""
-    return _frame({"control": "stop"})
+    return frame_text({"control": "stop"})
 
 
 #: The largest settings frame looked at: one language's configuration, as ``lsp_server_configs`` holds it.
@@ -156,7 +157,7 @@ def settings_request(body: bytes, frame: Mapping[str, Any] | None = None) -> Set
 
 def settings_frame(settings: Mapping[str, Any] | None = None) -> str:
     """The settings request a stream client (the broker) sends."""
-    return _frame(
+    return frame_text(
         {"control": "settings"} if settings is None else {"control": "settings", "settings": settings}
     )
 
@@ -164,7 +165,7 @@ def settings_frame(settings: Mapping[str, Any] | None = None) -> str:
 def settings_ack(changed: bool) -> str:
     """serve's answer to a settings request, once ``workspace/didChangeConfiguration`` (if the server's
     settings changed and it is initialized) is on its way to the server's stdin."""
-    return _frame({"ack": "settings", "changed": changed})
+    return frame_text({"ack": "settings", "changed": changed})
 
 
 class BadStreamRequest(ValueError):
@@ -229,24 +230,37 @@ def unknown_language(language: str, known: list[str]) -> BadStreamRequest:
     )
 
 
-def _frame(data: Mapping[str, Any]) -> str:
-    return json.dumps(data, ensure_ascii=False, separators=(",", ":"))
+#: Half of a surrogate pair on its own: ``json.loads`` gives one for the escape ``"\\ud800"``, which JSON
+#: allows and JavaScript's ``JSON.stringify`` writes for a string holding one.
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def frame_text(data: Mapping[str, Any]) -> str:
+    """``data`` as the text of one WebSocket message: compact JSON, non-ASCII written as itself, and a
+    lone surrogate escaped as the peer that sent it wrote it. Written raw (``ensure_ascii=False`` alone)
+    a lone surrogate is not UTF-8, so no text frame can carry it: sending raised ``UnicodeEncodeError``
+    and dropped the connection it was meant for. (A pair is one code point once parsed, written as
+    itself.) Outside a string JSON text is ASCII, so every surrogate found is inside one."""
+    text = json.dumps(data, ensure_ascii=False, separators=(",", ":"))
+    if text.isascii():
+        return text
+    return _LONE_SURROGATE.sub(lambda found: f"\\u{ord(found.group()):04x}", text)
 
 
 def installing_frame(language: str) -> str:
-    return _frame({"status": "installing", "language": language})
+    return frame_text({"status": "installing", "language": language})
 
 
 def installed_frame(language: str) -> str:
-    return _frame({"status": "installed", "language": language})
+    return frame_text({"status": "installed", "language": language})
 
 
 def install_failed_frame(language: str, error: str) -> str:
-    return _frame({"status": "install_failed", "language": language, "error": error})
+    return frame_text({"status": "install_failed", "language": language, "error": error})
 
 
 def ready_frame(language: str, workspace_path: str, workspace_uri: str) -> str:
-    return _frame(
+    return frame_text(
         {
             "status": "ready",
             "language": language,

@@ -417,6 +417,17 @@ def test_an_initialize_result_beyond_the_budget_is_refused_and_not_kept() -> Non
     assert peer.from_client(_request(3, "initialize", {})).to_client[0]["error"]["code"] == -32803
 
 
+def test_an_initialize_result_holding_a_lone_surrogate_is_counted_against_the_budget() -> None:
+    """A lone surrogate (a JSON escape the server may write) made the size count raise, and the count
+    was 0: such a result, however big, passed the budget (K14.5)."""
+    peer = LeasePeer(clock=FakeClock(), state_budget=4096)
+    peer.attach(1)
+    [sent] = peer.from_client(_request(1, "initialize", {"capabilities": {}})).to_server
+    huge = {"capabilities": {"experimental": {"blob": "\ud800" + "x" * 8192}}}
+    [answer] = peer.from_server(_result(sent["id"], huge)).to_client
+    assert answer["error"]["code"] == -32803 and peer.initialize_result is None
+
+
 def test_the_progress_a_reattaching_client_gets_is_in_elapsed_milliseconds() -> None:
     peer, clock = _initialized_peer()
     peer.from_server(_request("c", "window/workDoneProgress/create", {"token": "t"}))
