@@ -140,13 +140,18 @@ class Readiness:
     (with what the server reports: progress titles, elapsed time) instead of giving an incomplete answer.
     ``log_message`` is a regular expression: a ``window/logMessage`` it matches also makes the server
     ready, for a server that reports no progress when its work is short (pyright's
-    ``Found N source files``).
+    ``Found N source files``). ``ready_on_notification`` is a notification method whose first arrival
+    (after ``initialize`` is answered) also makes the server ready, with any kind, for a server whose
+    progress covers only some of its loads: typescript-language-server reports a project's load only
+    for a configured project (a ``tsconfig.json``), and its first ``textDocument/publishDiagnostics``
+    comes from its semantic server once the file's project, inferred or configured, is loaded.
     """
 
     kind: ReadinessKind = ReadinessKind.IMMEDIATE
     notification: str | None = None
     timeout: float = 60.0
     log_message: str | None = None
+    ready_on_notification: str | None = None
 
     def __post_init__(self) -> None:
         if (self.kind is ReadinessKind.NOTIFICATION) != bool(self.notification):

@@ -435,6 +435,7 @@ class LspClient:
             method == "$/progress"
             or method == SERVER_STATUS
             or method == declared.notification
+            or method == declared.ready_on_notification
             or (method == LOG_MESSAGE and declared.log_message is not None)
         ):
             now = self.now()

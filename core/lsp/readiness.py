@@ -12,7 +12,10 @@ the ``kandev_lsp_readiness`` hook):
 * ``notification``: ready once the declared notification arrived (kotlin-lsp); stays ready;
 * with any kind, a ``window/logMessage`` matching the declared ``log_message`` pattern (after
   ``initialize`` was answered) also makes the server ready for good (pyright reports no progress when
-  its analysis is short, but always logs ``Found N source files``).
+  its analysis is short, but always logs ``Found N source files``);
+* with any kind, the first ``ready_on_notification`` (after ``initialize`` was answered) also makes the
+  server ready for good (typescript-language-server's first diagnostics: it reports no progress while
+  it loads a project without a ``tsconfig.json``).
 
 Nothing is ready before ``initialize`` is answered. :meth:`ReadinessTracker.status` says ready or not,
 with what the server reports (progress titles, its status message, elapsed time), so a caller that gives
@@ -100,7 +103,9 @@ class ReadinessTracker:
             self._server_message = message if isinstance(message, str) else None
             if kind is ReadinessKind.SERVER_STATUS:
                 self._quiescent = params.get("quiescent") is True
-        elif kind is ReadinessKind.NOTIFICATION and method == self.readiness.notification:
+        elif (kind is ReadinessKind.NOTIFICATION and method == self.readiness.notification) or (
+            method == self.readiness.ready_on_notification and self._initialized
+        ):
             self._latched = True
         elif method == LOG_MESSAGE and self.readiness.log_message is not None and self._initialized:
             message = params.get("message") if isinstance(params, Mapping) else None
@@ -142,6 +147,8 @@ class ReadinessTracker:
             waiting = "the answer to initialize"
         elif kind is ReadinessKind.PROGRESS:
             waiting = "the server's first work-done progress to end"
+            if self.readiness.ready_on_notification:
+                waiting += f" or its first {self.readiness.ready_on_notification}"
         elif kind is ReadinessKind.SERVER_STATUS:
             waiting = "the server to report itself quiescent (experimental/serverStatus)"
         else:

@@ -37,8 +37,10 @@ LANGUAGE = LanguageSpec(
     },
     # Until the project is loaded (its first work-done progress ends), tsserver answers hover and
     # definition from a syntax-only server: references then miss most files (measured: 161 lines in 1
-    # file instead of 394 in 18 on zod).
-    readiness=Readiness(ReadinessKind.PROGRESS),
+    # file instead of 394 in 18 on zod). tsserver reports that load only for a configured project (a
+    # tsconfig.json): without one (an npm package as published) no progress ever came, and the server was
+    # never ready. Its first diagnostics come from the semantic server with the project loaded, either way.
+    readiness=Readiness(ReadinessKind.PROGRESS, ready_on_notification="textDocument/publishDiagnostics"),
 )
 
 #: Providers an editor's built-in TypeScript support offers, and how the server must advertise each for

@@ -80,3 +80,17 @@ def test_a_matching_log_message_makes_a_progress_server_ready() -> None:
     assert not tracker.observe("window/logMessage", None, 1.6)
     assert tracker.observe("window/logMessage", {"type": 3, "message": "Found 1 source file"}, 2.0)
     assert tracker.ready_at == 2.0
+
+
+def test_a_declared_notification_also_makes_a_progress_server_ready() -> None:
+    readiness = Readiness(ReadinessKind.PROGRESS, ready_on_notification="textDocument/publishDiagnostics")
+    tracker = ReadinessTracker(readiness, started_at=0.0)
+    assert not tracker.observe("textDocument/publishDiagnostics", {}, 0.5)  # before initialize: not yet
+    assert not tracker.initialized(1.0, ProgressTracker().snapshot())
+    assert tracker.status(1.5).waiting_for == (
+        "the server's first work-done progress to end or its first textDocument/publishDiagnostics"
+    )
+    assert not tracker.observe("window/logMessage", {"type": 3, "message": "x"}, 1.6)
+    assert tracker.observe("textDocument/publishDiagnostics", {"uri": "file:///a.ts", "diagnostics": []}, 2.0)
+    assert tracker.ready_at == 2.0
+    assert tracker.observe("$/progress", {}, 3.0, ProgressTracker().snapshot())  # stays ready
