@@ -76,6 +76,27 @@ class ServerCache:
     def prepare(self) -> None:
         """Create the language's folders (the lock file lives in them)."""
         self.versions.mkdir(parents=True, exist_ok=True)
+        self.check_own_folders()
+
+    def check_own_folders(self) -> None:
+        """Refuse to change anything when the language's folder or its ``versions/`` is a symbolic link.
+
+        kandev-lsp creates both as plain folders, and every change it makes deletes or renames entries
+        in them: through a link, ``uninstall`` (or an install's clean-up and pruning) would delete the
+        folders of whatever the link leads to, outside the cache. A checkout that holds the cache (a HOME
+        inside the workspace, where ``uninstall`` still works) can ship such a link. Links above (HOME,
+        ``~/.kandev``, ``lsp-servers``) are the user's own layout and are followed.
+
+        :raises InstallError: one of them is a link (saying where it leads and what to do).
+        """
+        for folder in (self.folder, self.versions):
+            if os.path.islink(folder):
+                raise InstallError(
+                    self.language,
+                    f"{folder} is a symbolic link (to {os.readlink(folder)}), not the folder kandev-lsp "
+                    "created, so nothing was changed: kandev-lsp never deletes or renames through a link "
+                    "out of its managed cache. Remove the link (not what it points to), then try again.",
+                )
 
     # Reading ----------------------------------------------------------------------------------------
     def current_name(self) -> str | None:
@@ -117,6 +138,7 @@ class ServerCache:
 
     # Changing (call these only while holding the language's lock) ----------------------------------
     def clean_leftovers(self) -> None:
+        self.check_own_folders()
         for path in self.leftovers():
             remove_tree(path)
 
@@ -163,12 +185,14 @@ class ServerCache:
     def prune(self, keep: set[str]) -> None:
         """Delete installed versions other than ``keep`` (the current one and the one it replaced, which
         servers started before the switch may still be loading files from)."""
+        self.check_own_folders()
         for name in self.version_names():
             if name not in keep:
                 self.retire(self.versions / name)
 
     def remove_all(self) -> bool:
         """Delete every version and ``current`` (the lock file stays). Returns whether anything was there."""
+        self.check_own_folders()
         existed = os.path.lexists(self.current) or bool(self.version_names())
         with contextlib.suppress(FileNotFoundError):
             os.unlink(self.current)

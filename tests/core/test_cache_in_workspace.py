@@ -160,3 +160,22 @@ def test_windows_a_userprofile_workspace_refuses_its_cache_case_insensitively() 
     assert ADVICE in resolution.message
     elsewhere = make_task("D:\\work\\repo", path=[], extra={"USERPROFILE": "C:\\Users\\Ann"}, host=windows)
     assert resolve_in(host, "python", elsewhere, probe).executable == server
+
+
+def test_uninstall_never_deletes_through_a_link_the_checkout_ships(
+    ws: HomeInWorkspace, tmp_path: Path
+) -> None:
+    """The checkout holds HOME, so it can make its cache's ``versions`` a link to a folder of the user's
+    (here a relative one, as a repository would commit it). ``uninstall`` still works on such a cache (it
+    only removes); before, it retired every folder the link led to."""
+    outside = tmp_path / "user-folder"
+    (outside / "project").mkdir(parents=True)
+    (outside / "project" / "notes.txt").write_text("keep")
+    versions = ws.home / ".kandev" / "lsp-servers" / "go" / "versions"
+    shutil.rmtree(versions.parent / "current")  # the link alone
+    versions.symlink_to(os.path.relpath(outside, versions.parent))
+    result = ws.cli("uninstall", "go")
+    assert result.returncode == 20, result.stdout + result.stderr
+    assert f"{versions} is a symbolic link" in result.stderr
+    assert (outside / "project" / "notes.txt").read_text() == "keep"
+    assert versions.is_symlink()  # nothing changed at all

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 from kandev_lsp.install.cache import ServerCache, cached_languages, remove_tree
+from kandev_lsp.install.errors import InstallError
 from kandev_lsp.install.progress import InstallProgress, ProgressFanout
 from kandev_lsp.install.receipts import RECEIPT_NAME, InstallReceipt, read_receipt, utc_now, write_receipt
 
@@ -154,6 +155,29 @@ def test_remove_all_keeps_the_lock_file(tmp_path: Path) -> None:
     assert cache.remove_all() is True
     assert sorted(p.name for p in cache.folder.iterdir()) == [".lock"]
     assert cache.remove_all() is False
+
+
+@pytest.mark.parametrize("linked", ["versions", "language folder"])
+def test_nothing_is_deleted_through_a_linked_cache_folder(tmp_path: Path, linked: str) -> None:
+    """A ``versions`` (or language) folder that is a link out of the cache: uninstall, the install's
+    clean-up and pruning refuse, and the folders the link leads to stay. Before, ``remove_all`` listed
+    ``versions/`` through the link and retired every folder it found there."""
+    elsewhere = tmp_path / "elsewhere"
+    (elsewhere / "versions" / "keep").mkdir(parents=True)
+    (elsewhere / "versions" / ".staging-keep").mkdir()
+    (elsewhere / "keep").mkdir()
+    cache = ServerCache(tmp_path / "cache", "fakego")
+    cache.folder.parent.mkdir()
+    if linked == "versions":
+        cache.folder.mkdir()
+        cache.versions.symlink_to(elsewhere)
+    else:
+        cache.folder.symlink_to(elsewhere)
+    for step in (cache.remove_all, cache.clean_leftovers, lambda: cache.prune(set()), cache.prepare):
+        with pytest.raises(InstallError, match=r"is a symbolic link .* Remove the link"):
+            step()
+    kept = sorted(str(path.relative_to(elsewhere)) for path in elsewhere.rglob("*"))
+    assert kept == ["keep", "versions", "versions/.staging-keep", "versions/keep"]
 
 
 def test_cached_languages_ignores_the_flat_layout_of_older_task_hosts(tmp_path: Path) -> None:
