@@ -180,8 +180,12 @@ def load_env_file(path: str) -> dict[str, str]:
             continue
         key, sep, value = line.partition("=")
         if not sep or not key.strip():
+            # The line is not quoted back: an env file is how secrets reach a task, and a malformed
+            # line (a pasted token, ``TOKEN: value``) would put one in the caller's log.
+            problem = "it has no '='" if not sep else "nothing comes before its '='"
             raise TaskEnvironmentError(
-                f"task environment file {path!r} line {number}: expected KEY=VALUE, got {line[:40]!r}"
+                f"task environment file {path!r} line {number}: expected KEY=VALUE, but {problem} "
+                "(the line is not shown: it may hold a secret)"
             )
         result[key.strip()] = value
     return result

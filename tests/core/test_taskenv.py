@@ -86,6 +86,21 @@ def test_bad_env_files_say_what_is_wrong(tmp_path: Path, text: str, message: str
         load_env_file(str(path))
 
 
+@pytest.mark.parametrize(
+    ("line", "problem"),
+    [("GITHUB_TOKEN ghp_s3cr3tValue", "it has no '='"), ("=ghp_s3cr3tValue", "nothing comes before its '='")],
+)
+def test_a_malformed_line_is_named_by_number_never_quoted(tmp_path: Path, line: str, problem: str) -> None:
+    """An env file carries the task's secrets: the error (which lands in the caller's log) says which
+    line and what is wrong with it, never what it holds. Before, it quoted the line's first 40 characters."""
+    path = tmp_path / "env"
+    path.write_text(f"A=b\n{line}\n")
+    with pytest.raises(TaskEnvironmentError) as raised:
+        load_env_file(str(path))
+    assert f"line 2: expected KEY=VALUE, but {problem}" in str(raised.value)
+    assert "s3cr3t" not in str(raised.value)
+
+
 def test_missing_env_file() -> None:
     with pytest.raises(TaskEnvironmentError, match="cannot read task environment file"):
         load_env_file("/nonexistent/env")
