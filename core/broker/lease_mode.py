@@ -29,7 +29,6 @@ from __future__ import annotations
 import asyncio
 import collections
 import contextlib
-import json
 import logging
 import time
 from collections.abc import Callable, Iterable, Mapping
@@ -75,7 +74,8 @@ from kandev_lsp.broker.owner_settings import OwnerSettings
 from kandev_lsp.broker.peer import LeasePeer, PeerOutput
 from kandev_lsp.broker.requests import DEFAULT_REQUEST_TIMEOUT, RequestBounds
 from kandev_lsp.broker.upstream import UpstreamOptions, connect_upstream
-from kandev_lsp.protocol.jsonrpc import notification
+from kandev_lsp.protocol.errors import MalformedMessage
+from kandev_lsp.protocol.jsonrpc import notification, parse_message
 from kandev_lsp.session import log_event
 from kandev_lsp.stream.contract import frame_text, settings_frame, stop_frame
 from kandev_lsp.stream.websocket import close_within, closed_by
@@ -347,7 +347,7 @@ class LeaseMode:
                 lease.attachment = None
                 if lease.ready is not None:
                     self._to_server(lease, lease.peer.detach())
-                how, code = _departure(websocket)
+                how, code = _departure(websocket, attachment.closing)
                 self.perform(self.book.detach(lease_id, generation, how=how, code=code))
                 attachment.close(BrokerCloseCode.NORMAL)
             await attachment.writer
@@ -431,11 +431,8 @@ class LeaseMode:
         """One client frame after ``ready``; False when the client is done (closed or closing)."""
         if attachment.closing is not None or lease.attachment is not attachment:
             return False
-        try:
-            message = json.loads(raw)
-        except ValueError:
-            message = None
-        if not isinstance(message, dict):
+        message = _parsed(raw)
+        if message is None:
             attachment.close(BrokerCloseCode.POLICY_VIOLATION)
             return False
         control = parse_control(message)
@@ -584,18 +581,13 @@ class LeaseMode:
                                 raw if isinstance(raw, str) else raw.decode("utf-8", "replace")
                             )
                         continue
-                try:
-                    message = json.loads(raw)
-                except ValueError:
+                message = _parsed(raw)
+                if message is None:
                     continue
-                if (
-                    isinstance(message, dict)
-                    and message.get("ack") == "settings"
-                    and "jsonrpc" not in message
-                ):
+                if message.get("ack") == "settings" and "jsonrpc" not in message:
                     if lease.settings_acks:  # serve has the settings, and told the server (K14.11)
                         lease.settings_acks.popleft().set_result(message.get("changed") is True)
-                elif isinstance(message, dict):
+                else:
                     self._deliver(lease, lease.peer.from_server(message))
         except ConnectionClosed:
             pass
@@ -830,25 +822,25 @@ class LeaseMode:
             await asyncio.wait(tasks, timeout=self.config.shutdown_timeout + self.config.cleanup_timeout + 2)
 
 
-def _departure(websocket: ServerConnection) -> tuple[str, int]:
+def _departure(websocket: ServerConnection, closing: tuple[int, str] | None) -> tuple[str, int]:
     """How a client left, for the ``lease_detached`` line: ``closed`` with the close code the client
-    sent (or, when the broker closed first, the one it sent), else ``lost`` (no close frame: 1006)."""
+    sent (or, when the broker closed first, the one it sent or is sending: ``closing``, a 1008 still
+    queued behind the frames before it), else ``lost`` (no close frame: 1006)."""
     sent, received = closed_by(websocket)
     if received is not None:
         return "closed", received
     if sent is not None:
         return "closed", sent
+    if closing is not None:
+        return "closed", closing[0]
     return "lost", 1006
 
 
 def _stop_control(raw: str | bytes) -> Control | None:
     """``raw`` as a ``stop`` or ``release`` control frame (the two acted on during an install), else
     None."""
-    try:
-        message = json.loads(raw)
-    except ValueError:
-        return None
-    control = parse_control(message) if isinstance(message, dict) else None
+    message = _parsed(raw)
+    control = parse_control(message) if message is not None else None
     if isinstance(control, Control) and control.name in (ControlName.STOP, ControlName.RELEASE):
         return control
     return None
@@ -856,11 +848,19 @@ def _stop_control(raw: str | bytes) -> Control | None:
 
 def _status_frame(raw: str | bytes) -> dict[str, Any] | None:
     """serve's status frame (``status``, no ``jsonrpc``), or None for a JSON-RPC message."""
+    data = _parsed(raw)
+    return data if data is not None and "status" in data and "jsonrpc" not in data else None
+
+
+def _parsed(raw: str | bytes) -> dict[str, Any] | None:
+    """``raw`` as a JSON object, or None for anything the project's strict parser refuses: not UTF-8,
+    not JSON (``NaN`` and ``Infinity`` included, which no peer could read once written on), nested
+    deeper than the parser goes (``json.loads`` raises ``RecursionError`` for that, not ``ValueError``),
+    or not an object."""
     try:
-        data = json.loads(raw)
-    except ValueError:
+        return parse_message(raw)
+    except MalformedMessage:
         return None
-    return data if isinstance(data, dict) and "status" in data and "jsonrpc" not in data else None
 
 
 async def _close(websocket: ServerConnection, code: int, deadline: float) -> None:
