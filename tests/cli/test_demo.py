@@ -24,10 +24,12 @@ PROJECT = Path(__file__).resolve().parents[2]
 DEMO = PROJECT / "scripts" / "demo"
 
 
-def demo(*args: str, home: str, npm_cache: Path, tag: str = "") -> subprocess.CompletedProcess[str]:
+def demo(
+    *args: str, home: str, npm_cache: Path, tag: str = "", cwd: Path | None = None
+) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "HOME": home, "npm_config_cache": str(npm_cache), TAG_VARIABLE: tag}
     return subprocess.run(
-        [str(DEMO), *args], capture_output=True, text=True, env=env, timeout=600, check=False
+        [str(DEMO), *args], capture_output=True, text=True, env=env, cwd=cwd, timeout=600, check=False
     )
 
 
@@ -94,6 +96,19 @@ def test_ctrl_c_stops_the_demo_cleanly(launch: list[str], real_servers: RealServ
     assert running.returncode == 130, errors
     assert "Traceback" not in errors, errors
     assert "demo: interrupted (SIGINT); what it started is stopped" in errors
+    assert wait_until(lambda: not processes_tagged(TAG_VARIABLE, tag), timeout=20)
+
+
+@pytest.mark.real_server
+def test_the_demo_started_from_home_works_on_the_example(real_servers: RealServers) -> None:
+    """``kandev-lsp/scripts/demo`` typed in ``~``: every step names the example as its workspace. Before,
+    the install took the current folder, which holds HOME, so the cache was refused (exit 12, "HOME ...
+    is inside the workspace")."""
+    tag = uuid.uuid4().hex
+    home = real_servers.home  # the servers are installed there: the install step reuses them
+    result = demo("python", home=str(home), npm_cache=real_servers.npm_cache, tag=tag, cwd=home)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "  definition   greet at app.py:6 -> greet.py:4  def greet(name: str) -> str:" in result.stdout
     assert wait_until(lambda: not processes_tagged(TAG_VARIABLE, tag), timeout=20)
 
 
