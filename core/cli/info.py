@@ -9,12 +9,19 @@ from kandev_lsp.cli.common import add_settings_argument, load_plugins, load_user
 
 
 def add_info_parsers(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    languages = subparsers.add_parser("languages", help="list the languages the loaded plugins provide")
+    languages = subparsers.add_parser(
+        "languages",
+        help="list the languages the loaded plugins provide",
+        description="The languages the loaded plugins provide, with the plugin of each. Exit 0.",
+    )
     languages.add_argument("--json", action="store_true", help="machine-readable output")
     languages.set_defaults(handler=run_languages)
 
     plugins = subparsers.add_parser(
-        "plugins", help="list loaded plugins (name, version, hooks) and load problems"
+        "plugins",
+        help="list loaded plugins (name, version, hooks) and load problems",
+        description="The loaded plugins (name, version, the hooks each implements) and the problems of "
+        "those that failed to load. Exit 0 when every plugin loaded; 1 when one failed (also with --json).",
     )
     plugins.add_argument("--json", action="store_true", help="machine-readable output")
     plugins.set_defaults(handler=run_plugins)
@@ -24,7 +31,9 @@ def add_info_parsers(subparsers: argparse._SubParsersAction[argparse.ArgumentPar
         help="show the settings a server of LANG receives (plugin defaults + your lsp_server_configs)",
         description="Print the merged per-language settings, and optionally the answer to one "
         "workspace/configuration section, exactly as a running server would receive them (--json: one "
-        "object with settingsFile, the path of the settings file read, and settingsFilePresent).",
+        "object with settingsFile, the path of the settings file read, and settingsFilePresent). Exit 0; "
+        "1 the settings file is unreadable or invalid, or named (--settings, $KANDEV_LSP_SETTINGS) but "
+        "missing; 13 unknown language.",
     )
     config.add_argument("language", metavar="LANG")
     config.add_argument(

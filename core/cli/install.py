@@ -75,7 +75,8 @@ def add_install_parsers(subparsers: argparse._SubParsersAction[argparse.Argument
         "uninstall",
         help="remove LANG's managed server from the cache",
         description="Remove every managed version of LANG from the task's cache. Exit 0 also when none "
-        "was there; 13 when no plugin provides LANG and the cache holds none of it either.",
+        "was there; 13 when no plugin provides LANG and the cache holds none of it either; 20 the cache "
+        "could not be changed (permissions, or a folder of it that is a symbolic link).",
     )
     uninstall.add_argument("language", metavar="LANG")
     uninstall.add_argument("--json", action="store_true", help="machine-readable output")
@@ -86,7 +87,8 @@ def add_install_parsers(subparsers: argparse._SubParsersAction[argparse.Argument
         "list",
         help="list the servers installed in the managed cache",
         description="Every language with a managed install in the task's cache: version, whether it is "
-        "what the plugin pins today, and whether its executable is present.",
+        "what the plugin pins today, and whether its executable is present. Exit 0 (also when nothing is "
+        "installed or the cache is disabled); 1 an unreadable --env-file.",
     )
     listing.add_argument("--json", action="store_true", help="machine-readable output")
     add_task_arguments(listing)

@@ -19,8 +19,8 @@ def add_resolve_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentP
         description=(
             "Find a working server for LANG in the task's environment. Exit 0 when found; 10 missing but "
             "installable; 11 missing with no installer on this host; 12 the managed cache is unusable "
-            "(HOME not absolute, or the cache inside the workspace while HOME is not); 13 unknown language. "
-            "See docs/resolve-contract.md."
+            "(HOME not absolute, or the cache inside the workspace, HOME with it or not); 13 unknown "
+            "language; 1 an unreadable --env-file. See docs/resolve-contract.md."
         ),
     )
     parser.add_argument("language", metavar="LANG")

@@ -134,7 +134,8 @@ def add_serve_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentPar
             "docs/stream-contract.md). Prints one JSON line on stdout when listening: "
             '{"event": "listening", "url": ..., "port": ...} (plus "token" when it generated one). '
             "Clients authenticate with 'Authorization: Bearer <token>'. SIGINT/SIGTERM/SIGHUP close every "
-            "connection with 1001 and stop every server."
+            "connection with 1001 and stop every server, then it exits 0. Exit 1 when it cannot start: the "
+            "workspace, the settings, env or token file cannot be used, or the port cannot be bound."
         ),
     )
     add_stream_task_arguments(parser)

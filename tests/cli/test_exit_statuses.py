@@ -16,6 +16,7 @@ from pathlib import Path
 import kandev_lsp
 import pytest
 from clikit import kandev
+from kandev_lsp.cli import build_parser
 from kandev_lsp.codes import ExitStatus
 from kandev_lsp.errors import KandevLspError
 from kandev_lsp.lifecycle import LaunchFailure
@@ -181,3 +182,33 @@ def test_the_readme_lists_every_status_and_the_resolve_contract_agrees() -> None
     assert set(contract) <= set(readme)
     assert "unknown language" in contract[13] and "unknown language" in readme[13]
     assert contract[10].startswith("missing, installable") and "installable" in readme[10]
+
+
+#: What each command can end with besides 2 (usage) and 141 (stdout's reader left), from the README's
+#: table (and the resolve contract's), written here, not read from the parsers.
+ENDINGS = {
+    "languages": [0],
+    "plugins": [0, 1],
+    "config": [0, 1, 13],
+    "resolve": [0, 1, 10, 11, 12, 13],
+    "doctor": [0, 1],
+    "install": [0, 11, 12, 13, 20],
+    "uninstall": [0, 13, 20],
+    "list": [0, 1],
+    "serve": [0, 1],
+    "run": [0, 10, 13, 20, 21, 22, 23],
+}
+
+
+@pytest.mark.parametrize("command", sorted(ENDINGS))
+def test_every_commands_help_names_the_statuses_it_ends_with(command: str) -> None:
+    """The README: "Each command's --help lists the statuses it can end with". languages, plugins,
+    config, list and serve said none, and uninstall left out a cache it cannot change (20)."""
+    (commands,) = [action for action in build_parser(command)._actions if action.dest == "command"]
+    parser = commands.choices[command]  # type: ignore[index]
+    description = " ".join((parser.description or "").split())
+    start = re.search("exit", description, re.IGNORECASE)
+    assert start, description
+    said = description[start.start() :]
+    missing = [status for status in ENDINGS[command] if not re.search(rf"(?<![\d.]){status}(?!\d)", said)]
+    assert not missing, said
