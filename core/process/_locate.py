@@ -22,7 +22,7 @@ def locate_executable(command: str, env: TaskEnvironment, workspace: str, probe:
     """The path of the file that runs ``command`` for a task whose workspace is ``workspace``.
 
     An absolute path is used as it is, if it exists, is an executable file and may run (outside the
-    workspace, or in the task's usable managed cache). A bare name is looked up on the task's PATH; a hit
+    workspace: a managed cache inside it is never usable). A bare name is looked up on the task's PATH; a hit
     inside the workspace is skipped, as the resolver does. A relative path with a separator is refused: it
     would depend on the working directory.
 
