@@ -61,6 +61,11 @@ def test_the_built_in_languages_say_what_a_nested_project_means() -> None:
              "omitted": {"outsideWorkspace": 2, "nonFileUri": 1}},
             "3 references · 1 file · 2 references outside the workspace, 1 reference not a file withheld",
         ),
+        (  # a search in tsserver's inferred project (no tsconfig.json) says what it covered
+            {"ok": True, "kind": "references", "files": [], "totalFound": 0, "inferredProject": True,
+             "notice": "no tsconfig.json or jsconfig.json applies to this file, ..."},
+            "no references · inferred project: open files and their imports only",
+        ),
         (  # items 1-2 and 11: a diagnostics summary says when it is not confirmed, and the delta
             {"ok": True, "status": "settling", "counts": {"error": 1, "warning": 0},
              "delta": {"since": "b1", "counts": {"introduced": 2, "resolved": 1}}},

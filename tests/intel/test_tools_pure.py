@@ -10,6 +10,7 @@ from kandev_lsp.intel.files.text import Document, PositionEncoding
 from kandev_lsp.intel.files.workspace import Workspace
 from kandev_lsp.intel.reading.targets import Target, resolve_target
 from kandev_lsp.intel.reading.tools import _inside_call
+from kandev_lsp.intel.reading.tsserver import configured_project
 
 TEXT = 'print(greet("world"))\nvalue = greet\ncall(\n    a,\n    f(b),\n    c,\n)\nx = (1) + y\n'
 
@@ -108,9 +109,11 @@ def _scoped(folders: list[Path], project: Path, ids: list[str] | None = None) ->
 
     workspace = Workspace([str(f) for f in folders], ids=ids)
     reader = LspReadTools(SimpleNamespace(workspace=workspace))  # type: ignore[arg-type]
-    server = SimpleNamespace(project_root=str(project.resolve()), language=SimpleNamespace(id="python"))
+    server = SimpleNamespace(
+        project_root=str(project.resolve()), language=SimpleNamespace(id="python"), capabilities={}
+    )
     result: dict[str, object] = {}
-    reader._add_scope(result, server)  # type: ignore[arg-type]
+    reader._add_scope(result, server, str(project.resolve() / "a.py"))  # type: ignore[arg-type]
     return result
 
 
@@ -142,3 +145,12 @@ def test_workspace_activation_lists_regular_files_only(tmp_path: Path) -> None:
             return object() if path.endswith(".py") else None
 
     assert _source_files(str(tmp_path), Pool(), 10) == [str(tmp_path / "a.py")]  # type: ignore[arg-type]
+
+
+def test_the_project_file_tsserver_finds_is_the_nearest_up_to_the_servers_root() -> None:
+    files = {"/w/tsconfig.json", "/w/pkg/jsconfig.json", "/tsconfig.json"}
+    assert configured_project("/w/src/a/b.ts", "/w", isfile=files.__contains__) == "/w/tsconfig.json"
+    assert configured_project("/w/pkg/x.js", "/w", isfile=files.__contains__) == "/w/pkg/jsconfig.json"
+    # above the server's root is not searched (tsls hands tsserver its workspace folder as the limit)
+    assert configured_project("/v/src/a.ts", "/v", isfile=files.__contains__) is None
+    assert configured_project("/v/a.ts", "/v", isfile=lambda _: False) is None

@@ -326,14 +326,17 @@ class LspReadTools:
                         return deeper
         return None
 
-    def _add_scope(self, result: dict[str, Any], server: ManagedServer) -> None:
+    def _add_scope(self, result: dict[str, Any], server: ManagedServer, path: str) -> None:
         """Say which project a search for uses covered when the workspace holds more than it.
 
         Each project root gets its own server, whose workspace folder is that root (B8.6): its references,
         implementations, callers and subtypes come from that project alone. A workspace of several roots,
         or a root holding several projects (a monorepo's packages), may use the symbol elsewhere: the
-        result says so instead of reading as the whole answer.
+        result says so instead of reading as the whole answer. So does a search from a file (``path``)
+        that the TypeScript server holds in an inferred project (no ``tsconfig.json`` above it: an npm
+        package as published): it covered the open files and their imports only.
         """
+        self._add_inferred(result, server, path)
         roots = self.workspace.roots
         project = server.project_root
         if len(roots) == 1 and project == roots[0].path:
@@ -345,10 +348,32 @@ class LspReadTools:
         others = [root.id for root in roots if not _within(project, root.path)]
         elsewhere = f"the other roots ({', '.join(others)}) and " if others else ""
         result["searchedProject"] = shown
-        result["notice"] = (
+        _add_notice(
+            result,
             f"searched the {server.language.id} project at {shown} only (each project root has its own "
             f"language server): uses in {elsewhere}other projects are not included; ask with a target "
-            "in a file there to search that project"
+            "in a file there to search that project",
+        )
+
+    def _add_inferred(self, result: dict[str, Any], server: ManagedServer, *paths: str) -> None:
+        """Flag a search of the TypeScript server that one of ``paths`` (the files it searched from) ran
+        in an inferred project: it saw the open files and their imports only. Once per result."""
+        if result.get("inferredProject") or not tsserver.offers_pull(server.capabilities):
+            return
+        root = server.project_root
+        inferred = next((path for path in paths if tsserver.configured_project(path, root) is None), None)
+        if inferred is None:
+            return
+        try:
+            shown = self.workspace.from_absolute(inferred).display
+        except IntelError:  # swapped for a link out of the workspace since
+            shown = os.path.basename(inferred)
+        result["inferredProject"] = True
+        _add_notice(
+            result,
+            f"no tsconfig.json or jsconfig.json applies to {shown}, so the TypeScript server holds it in an "
+            "inferred project: only the open files and what they import were searched, and uses in other "
+            "files are missing; add a tsconfig.json (with include) at the project's root for complete answers",
         )
 
     def _texts(self, server: ManagedServer) -> TextCache:
@@ -428,6 +453,9 @@ class LspReadTools:
                 **workspace_symbols(answers, self.workspace, args.query, limit=args.limit),
                 "languages": sorted({s.language.id for s in servers} - skipped.keys()),
             }
+            for server in servers:  # tsserver searches the projects its open files loaded
+                if server.language.id not in skipped:
+                    self._add_inferred(out, server, *server.open_documents())
             if skipped:  # issue 20 item 9: a language whose server could not answer is named, never dropped
                 out["notSearched"] = [
                     {"language": lang, "reason": why} for lang, why in sorted(skipped.items())
@@ -549,7 +577,7 @@ class LspReadTools:
                     "(textDocument/definition), which for this language is where the name is declared"
                 )
             if args.kind in _USES:
-                self._add_scope(out, server)
+                self._add_scope(out, server, resolved.document.file.absolute)
             return out
 
         empty = {"kind": args.kind, "files": [], "totalFound": 0, "shown": 0, "truncated": False}
@@ -614,7 +642,7 @@ class LspReadTools:
             server.saw([file for file in checked.values() if file is not None])
             out = {"target": resolved.to_json(), **result, "provider": meta}
             if args.kind in _USES:
-                self._add_scope(out, server)
+                self._add_scope(out, server, resolved.document.file.absolute)
             return out
 
         empty = {"kind": args.kind, "items": [], "totalFound": 0, "shown": 0, "truncated": False}
@@ -1116,6 +1144,12 @@ def _unsupported_hierarchy(server: ManagedServer, method: str, kind: str) -> str
     else:
         instead = "code_hierarchy with kind 'callers' or 'callees' may be offered"
     return f"the {server.name} server does not offer {method} (type hierarchy): {instead}"
+
+
+def _add_notice(result: dict[str, Any], notice: str) -> None:
+    """Add ``notice`` to the result's, after any it holds already."""
+    before = result.get("notice")
+    result["notice"] = f"{before}; {notice}" if before else notice
 
 
 def _within(path: str, folder: str) -> bool:

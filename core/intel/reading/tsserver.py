@@ -13,19 +13,49 @@ and offset to 0-based positions, category to severity, source ``typescript``), s
 diagnostics compare equal (post-edit receipts key them by source, code, severity and message).
 
 Pure: the caller sends the commands (when the server lists the command in ``executeCommandProvider``).
+:func:`configured_project` is the one reader of the disk here: which project file the TypeScript server
+loads a file with, by its own search.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import os
+from collections.abc import Callable, Mapping
 from typing import Any, Final
 
-__all__ = ["PULL_KINDS", "TSSERVER_REQUEST", "lsp_diagnostics", "offers_pull", "pull_params"]
+__all__ = [
+    "PROJECT_FILES",
+    "PULL_KINDS",
+    "TSSERVER_REQUEST",
+    "configured_project",
+    "lsp_diagnostics",
+    "offers_pull",
+    "pull_params",
+]
 
 TSSERVER_REQUEST: Final = "typescript.tsserverRequest"
 #: The TypeScript server's diagnostics requests, in the order the server publishes their kinds.
 PULL_KINDS: Final = ("syntacticDiagnosticsSync", "semanticDiagnosticsSync", "suggestionDiagnosticsSync")
 _SEVERITY: Final = {"error": 1, "warning": 2, "suggestion": 4}
+#: The project files the TypeScript server looks for, in its order, in a file's folder and each one above.
+PROJECT_FILES: Final = ("tsconfig.json", "jsconfig.json")
+
+
+def configured_project(path: str, root: str, *, isfile: Callable[[str], bool] = os.path.isfile) -> str | None:
+    """The ``tsconfig.json`` or ``jsconfig.json`` the TypeScript server finds for the file ``path``: the
+    first in its folder or one above it, up to ``root`` (the server's workspace folder, which
+    typescript-language-server hands tsserver as the search's ``projectRootPath``). None: the file is
+    in an inferred project, which holds only the open files and what they import, so a search for the
+    uses of a name (references, callers, implementations, workspace symbols) sees no other file."""
+    folder = os.path.dirname(path)
+    while True:
+        for name in PROJECT_FILES:
+            candidate = os.path.join(folder, name)
+            if isfile(candidate):
+                return candidate
+        if folder == root or not folder.startswith(root + os.sep):
+            return None
+        folder = os.path.dirname(folder)
 
 
 def offers_pull(capabilities: Mapping[str, Any]) -> bool:

@@ -90,6 +90,12 @@ def _skipped(result: Mapping[str, Any]) -> str:
     return " · not searched: " + ", ".join(str(_mapping(entry).get("language")) for entry in skipped)
 
 
+def _inferred(result: Mapping[str, Any]) -> str:
+    """`` · inferred project: open files and their imports only``: a TypeScript search from a file no
+    tsconfig.json covers, so uses in other files are missing (the ``notice`` says what to do)."""
+    return " · inferred project: open files and their imports only" if result.get("inferredProject") else ""
+
+
 def _first_line(text: str) -> str:
     line = text.strip().splitlines()[0] if text.strip() else ""
     return line if len(line) <= _MAX_LINE else line[: _MAX_LINE - 1] + "…"
@@ -199,26 +205,35 @@ def summarize(tool: str, result: Mapping[str, Any]) -> str:
         total = _count(result, "locations")
         withheld = _withheld(result, noun)
         if total == 0:
-            return _first_line(str(notice)) if notice else f"no {noun}s{withheld}"
+            if notice and not _inferred(result):
+                return _first_line(str(notice))
+            return f"no {noun}s{withheld}{_inferred(result)}"
         files = result.get("files")
         shown_files = len(files) if isinstance(files, list) else 0
         all_files = result.get("totalFiles")
         file_count = all_files if isinstance(all_files, int) and all_files >= shown_files else shown_files
         line = f"{plural(total, noun)} · {plural(file_count, 'file')}{_shown(result, shown_files)}{withheld}"
         if result.get("fallback") == "definition":
-            return f"{line} (no declaration provider)"
-        return line
+            return f"{line} (no declaration provider){_inferred(result)}"
+        return line + _inferred(result)
     if tool == "code_hierarchy":
         noun = _HIERARCHY_NOUNS.get(str(result.get("kind")), "item")
         total = _count(result, "items")
-        if total == 0:
-            return _first_line(str(notice)) if notice else f"no {noun}s{_withheld(result, noun)}"
-        return plural(total, noun) + _shown(result) + _withheld(result, noun)
+        if total == 0 and notice and not _inferred(result):
+            return _first_line(str(notice))
+        counted = plural(total, noun) if total else f"no {noun}s"
+        return counted + _shown(result) + _withheld(result, noun) + _inferred(result)
     if tool == "code_symbols":
         total = _count(result, "symbols")
-        if total == 0:
+        if total == 0 and not _inferred(result):
             return _first_line(str(notice)) if notice else f"no symbols{_withheld(result, 'symbol')}"
-        return plural(total, "symbol") + _shown(result) + _withheld(result, "symbol") + _skipped(result)
+        return (
+            (plural(total, "symbol") if total else "no symbols")
+            + _shown(result)
+            + _withheld(result, "symbol")
+            + _skipped(result)
+            + _inferred(result)
+        )
     if tool == "code_hover":
         return _one_line(str(result.get("text", ""))) or "no hover information"
     if tool == "code_diagnostics":
