@@ -295,6 +295,13 @@ def call_payload(args: argparse.Namespace) -> Any:
     if transaction is not None:
         if args.payload != "{}":
             raise UsageError("--approve and --discard apply the previewed edit as it was: drop --json")
+        spec = tool_spec(args.tool)  # the tools' catalogue, on this rare path only
+        if spec.read_only:  # the dispatcher would refuse "transactionId" and "approve" as unknown arguments
+            raise UsageError(
+                f"{spec.name} only reads: it previews no edit, so it has no transaction to approve or "
+                "discard; run --approve/--discard with the tool that previewed the edit (its preview's "
+                "`next` names the command)"
+            )
         return {"transactionId": transaction, "approve": args.approve is not None}
     try:
         payload = json.loads(args.payload)

@@ -273,6 +273,9 @@ def test_a_one_shot_dry_run_offers_no_transaction_and_a_daemons_keeps_it() -> No
             "drop --json",
         ),  # ids may start with -
         (["code", "code_rename", "--approve=x", "--no-daemon"], "need the warm daemon"),
+        # a read tool has no transaction: never "unknown argument transactionId" or "no daemon is running"
+        (["code", "code_hover", "--approve=x"], "code_hover only reads: it previews no edit"),
+        (["code", "code_diagnostics", "--discard=x", "--no-daemon"], "code_diagnostics only reads"),
         (["code", "code_hover", "--read-only", "--auto-approve"], "nothing to approve"),
     ],
 )
