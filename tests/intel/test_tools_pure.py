@@ -154,3 +154,27 @@ def test_the_project_file_tsserver_finds_is_the_nearest_up_to_the_servers_root()
     # above the server's root is not searched (tsls hands tsserver its workspace folder as the limit)
     assert configured_project("/v/src/a.ts", "/v", isfile=files.__contains__) is None
     assert configured_project("/v/a.ts", "/v", isfile=lambda _: False) is None
+
+
+def test_a_since_with_nothing_to_compare_says_what_to_call_instead(tmp_path: Path) -> None:
+    """A trial's agent sent since: 'last' after a first call that had answered unavailable, and was told
+    to "call code_diagnostics without since to take one, or since: 'last'", the call it had just made."""
+    import asyncio
+
+    from kandev_lsp import TaskEnvironment
+    from kandev_lsp.intel.service import IntelService
+    from kandev_lsp.intel.surface.dispatch import IntelContext
+
+    async def asked() -> list[dict[str, object]]:
+        env = TaskEnvironment.from_agent({"HOME": str(tmp_path), "PATH": ""})
+        async with IntelService.open([tmp_path], env=env) as service:
+            return [
+                await service.dispatch("code_diagnostics", {"since": since}, IntelContext(deadline=5))
+                for since in ("last", "b0")
+            ]
+
+    last, unknown = asyncio.run(asked())
+    assert last["status"] == "invalid" and "or since: 'last'" not in str(last["error"]), last
+    assert "call code_diagnostics without since first" in str(last["error"]), last
+    assert "no diagnostics baseline 'b0'" in str(unknown["error"]), unknown
+    assert "since: 'last' for this session's previous answer" in str(unknown["error"]), unknown

@@ -730,11 +730,7 @@ class LspReadTools:
         async def body(deadline: Deadline) -> dict[str, Any]:
             baseline = self.baselines.find(args.since) if args.since is not None else None
             if args.since is not None and baseline is None:
-                raise IntelError(
-                    f"no diagnostics baseline {args.since!r} in this session (the last {MAX_BASELINES} "
-                    "answers are kept): call code_diagnostics without since to take one, or since: 'last'",
-                    status="invalid",
-                )
+                raise IntelError(_no_baseline(args.since), status="invalid")
             items: list[FileDiagnostics] = []
             result = await self._snapshot(args, deadline, ctx, items)
             if result["status"] == NO_SERVER:
@@ -1144,6 +1140,21 @@ def _unsupported_hierarchy(server: ManagedServer, method: str, kind: str) -> str
     else:
         instead = "code_hierarchy with kind 'callers' or 'callees' may be offered"
     return f"the {server.name} server does not offer {method} (type hierarchy): {instead}"
+
+
+def _no_baseline(since: str) -> str:
+    """Why ``since`` has nothing to compare with, and what to call instead (``last`` itself, when no
+    answer came before: never "or since: 'last'" to a call that sent it)."""
+    if since == "last":
+        return (
+            "since: 'last' found no earlier code_diagnostics answer in this session to compare with: "
+            "call code_diagnostics without since first (before the edit: its answer is the baseline), "
+            "then with since: 'last' after it"
+        )
+    return (
+        f"no diagnostics baseline {since!r} in this session (the last {MAX_BASELINES} answers are kept): "
+        "call code_diagnostics without since to take one, or since: 'last' for this session's previous answer"
+    )
 
 
 def _add_notice(result: dict[str, Any], notice: str) -> None:
