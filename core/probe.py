@@ -6,15 +6,19 @@ the component is not installed) and by ``doctor`` to report versions.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import stat
 from collections.abc import Mapping
-from typing import Final
+from typing import IO, TYPE_CHECKING, Final
 
 from kandev_lsp._values import dataclass
 from kandev_lsp.executables import child_environment
 from kandev_lsp.platform import HostPlatform
 from kandev_lsp.taskenv import TaskEnvironment
+
+if TYPE_CHECKING:
+    import subprocess
 
 PROXY_CHECK_TIMEOUT = 5.0
 _OUTPUT_LIMIT = 4096
@@ -105,6 +109,12 @@ def run_briefly(argv: list[str], env: Mapping[str, str], *, timeout: float) -> B
     runs in the file system's root, not in this process's working folder: toolchain proxies read their
     settings from the folders above it (rustup's ``rust-toolchain.toml`` can name a toolchain ``path`` to
     run, go's ``go.mod`` a ``toolchain`` to fetch), and kandev-lsp is often started in the workspace.
+
+    The run is owned like every child (a session of its own, the parent-death signal on Linux): it ends
+    when the child exits (or at ``timeout``), and then whatever it left in its process group is killed, so
+    a wrapper script's background child neither outlives the check nor holds the pipes open until the
+    timeout. Output beyond ``_OUTPUT_LIMIT`` bytes per stream is read and dropped, never kept: a program
+    that floods its output cannot fill memory in the few seconds it is given.
     """
     if not argv or not os.path.isabs(argv[0]):
         return BriefRun(
@@ -112,24 +122,107 @@ def run_briefly(argv: list[str], env: Mapping[str, str], *, timeout: float) -> B
         )
     import subprocess  # here, not at the top: every resolve imports this module, few run anything
 
+    from kandev_lsp.process._parentdeath import parent_death_hook
+
+    posix = os.name == "posix"
     try:
-        completed = subprocess.run(  # noqa: S603 - argv from the resolver, absolute path, no shell
+        child = subprocess.Popen(  # noqa: S603 - argv from the resolver, absolute path, no shell
             argv,
             env=child_environment(
                 env if isinstance(env, TaskEnvironment) else TaskEnvironment.from_mapping(env)
             )[0],
             stdin=subprocess.DEVNULL,
-            capture_output=True,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
             cwd=NEUTRAL_FOLDER,
-            timeout=timeout,
-            check=False,
+            start_new_session=posix,
+            preexec_fn=parent_death_hook() if posix else None,
         )
-    except subprocess.TimeoutExpired:
-        return BriefRun(False, "", f"no answer to {' '.join(argv[1:])} within {timeout:g} s")
     except OSError as exc:
         return BriefRun(False, "", f"cannot execute: {exc.strerror}")
-    output = (completed.stdout + completed.stderr)[:_OUTPUT_LIMIT].decode("utf-8", "replace").strip()
+    assert child.stdout is not None and child.stderr is not None
+    streams = [_Head(child.stdout), _Head(child.stderr)]
+    try:
+        answered = _exited_within(child, timeout, streams[0])
+    finally:
+        _end(child)
+        stdout, stderr = (stream.kept() for stream in streams)
+    if not answered:
+        return BriefRun(False, "", f"no answer to {' '.join(argv[1:])} within {timeout:g} s")
+    output = (stdout + stderr)[:_OUTPUT_LIMIT].decode("utf-8", "replace").strip()
     first_line = output.splitlines()[0] if output else ""
-    if completed.returncode != 0:
-        return BriefRun(False, output, f"exit status {completed.returncode}: {first_line}".rstrip(": "))
+    if child.returncode != 0:
+        return BriefRun(False, output, f"exit status {child.returncode}: {first_line}".rstrip(": "))
     return BriefRun(True, output, first_line)
+
+
+class _Head:
+    """Drains one of a brief run's pipes on a thread, keeping its first ``_OUTPUT_LIMIT`` bytes."""
+
+    def __init__(self, pipe: IO[bytes]) -> None:
+        import threading
+
+        self._pipe = pipe
+        self._kept = bytearray()
+        self._thread = threading.Thread(target=self._drain, name="kandev-lsp brief run", daemon=True)
+        self._thread.start()
+
+    def _drain(self) -> None:
+        with contextlib.suppress(OSError, ValueError), self._pipe:
+            while chunk := self._pipe.read1(1 << 16):  # type: ignore[attr-defined]
+                self._kept += chunk[: max(0, _OUTPUT_LIMIT - len(self._kept))]
+
+    def wait(self, timeout: float) -> bool:
+        """Wait up to ``timeout`` seconds for the pipe to end; whether it has."""
+        self._thread.join(timeout)
+        return not self._thread.is_alive()
+
+    def kept(self) -> bytes:
+        """What was kept, once the pipe ended (its writers are gone); a writer that escaped the process
+        group may hold it open, so the wait is bounded."""
+        self._thread.join(_DRAIN_TIMEOUT)
+        return bytes(self._kept)
+
+
+#: How long a brief run's pipes may stay open after its process group was killed.
+_DRAIN_TIMEOUT = 1.0
+
+
+def _exited_within(child: subprocess.Popen[bytes], timeout: float, output: _Head) -> bool:
+    """Whether ``child`` exited within ``timeout`` seconds. On POSIX it is left unreaped (a zombie), so its
+    pid, which is its process group's id, cannot be reused before :func:`_end` kills the group.
+
+    Between checks it waits on ``output`` (its stdout) ending, which usually comes with the exit, so the
+    answer is taken at once rather than at the next tick of a poll."""
+    if os.name != "posix":
+        import subprocess
+
+        try:
+            child.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            return False
+        return True
+    import time
+
+    deadline = time.monotonic() + timeout
+    pause = 0.001
+    while os.waitid(os.P_PID, child.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is None:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            return False
+        if output.wait(min(pause, left)):  # ended: the exit is a moment away
+            time.sleep(min(0.0002, left))
+        pause = min(pause * 2, 0.02)
+    return True
+
+
+def _end(child: subprocess.Popen[bytes]) -> None:
+    """Kill what is left of a brief run, its process group on POSIX, and reap the child."""
+    import signal
+
+    if os.name == "posix":
+        with contextlib.suppress(OSError):
+            os.killpg(child.pid, signal.SIGKILL)
+    with contextlib.suppress(OSError):
+        child.kill()
+    child.wait()
