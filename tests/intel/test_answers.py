@@ -66,6 +66,13 @@ def test_the_built_in_languages_say_what_a_nested_project_means() -> None:
              "notice": "no tsconfig.json or jsconfig.json applies to this file, ..."},
             "no references · inferred project: open files and their imports only",
         ),
+        (  # item 11: a file the baseline knew nothing of is counted, and the summary says it was not compared
+            {"ok": True, "status": "published_workspace", "counts": {"error": 5, "warning": 0},
+             "delta": {"since": "b2", "counts": {"introduced": 4, "resolved": 0},
+                       "withoutBaseline": ["src/n1.ts", "src/n2.ts", "src/n3.ts", "src/new.ts"]}},
+            "5 errors, 0 warnings · since b2: 4 introduced, 0 resolved"
+            " (4 files without a baseline: all counted as introduced)",
+        ),
         (  # items 1-2 and 11: a diagnostics summary says when it is not confirmed, and the delta
             {"ok": True, "status": "settling", "counts": {"error": 1, "warning": 0},
              "delta": {"since": "b1", "counts": {"introduced": 2, "resolved": 1}}},

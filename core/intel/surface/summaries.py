@@ -259,6 +259,9 @@ def summarize(tool: str, result: Mapping[str, Any]) -> str:
                 f" · since {delta.get('since')}: {changed.get('introduced', 0)} introduced, "
                 f"{changed.get('resolved', 0)} resolved"
             )
+            without = delta.get("withoutBaseline")
+            if isinstance(without, list) and without:  # compared against none: "introduced" is unknown
+                line += f" ({plural(len(without), 'file')} without a baseline: all counted as introduced)"
             unchecked = delta.get("notChecked")
             if delta.get("status") == NO_SERVER and isinstance(unchecked, list):
                 line += f" ({plural(len(unchecked), 'file')} not checked: no server answered)"
