@@ -111,7 +111,9 @@ def plugin_suppressed_providers(plugins: PluginHost) -> SuppressedProviders:
 log = logging.getLogger("kandev_lsp.broker")
 
 _CLIENT_QUEUE = 1024  # messages waiting for a client's writer; more means the client is not reading
-#: Client frames held during an install, until serve's ready; the contract's clients send none.
+#: Client frames held during an install, until serve's ready; the contract's clients send none. In
+#: bytes they are bounded too, by one message's size (``max_message``): 256 frames of 16 MiB would be
+#: 4 GiB held for one connection.
 _HELD_FRAMES = 256
 
 
@@ -396,6 +398,7 @@ class LeaseMode:
         which would cancel it). ``None`` when the client left or the lease ended first (a client that
         leaves during an install leaves it running)."""
         held: list[str | bytes] = []
+        held_bytes = 0
         ready = asyncio.ensure_future(lease.ready_event.wait())
         ended = asyncio.ensure_future(lease.ended.wait())
         try:
@@ -415,8 +418,9 @@ class LeaseMode:
                     stop = _stop_control(raw)
                     if stop is not None:
                         self._control(lease, attachment, stop)
-                    elif len(held) < _HELD_FRAMES:
+                    elif len(held) < _HELD_FRAMES and held_bytes + len(raw) <= self.config.max_message:
                         held.append(raw)
+                        held_bytes += len(raw)
                     else:  # a client that floods before ready is not a client the contract describes
                         attachment.close(BrokerCloseCode.POLICY_VIOLATION)
                         return None
