@@ -148,7 +148,8 @@ def run_briefly(argv: list[str], env: Mapping[str, str], *, timeout: float) -> B
         _end(child)
         stdout, stderr = (stream.kept() for stream in streams)
     if not answered:
-        return BriefRun(False, "", f"no answer to {' '.join(argv[1:])} within {timeout:g} s")
+        asked = f" to {' '.join(argv[1:])}" if argv[1:] else ""
+        return BriefRun(False, "", f"no answer{asked} within {timeout:g} s")
     output = (stdout + stderr)[:_OUTPUT_LIMIT].decode("utf-8", "replace").strip()
     first_line = output.splitlines()[0] if output else ""
     if child.returncode != 0:
@@ -193,8 +194,10 @@ def _exited_within(child: subprocess.Popen[bytes], timeout: float, output: _Head
     pid, which is its process group's id, cannot be reused before :func:`_end` kills the group.
 
     Between checks it waits on ``output`` (its stdout) ending, which usually comes with the exit, so the
-    answer is taken at once rather than at the next tick of a poll."""
-    if os.name != "posix":
+    answer is taken at once rather than at the next tick of a poll. Without ``os.waitid`` (Windows, and
+    macOS before Python 3.13) the child is reaped by ``wait``, and :func:`_end` kills its group right after.
+    """
+    if not hasattr(os, "waitid"):
         import subprocess
 
         try:
