@@ -98,9 +98,12 @@ class StdioUnavailable(KandevLspError):
 
 
 def _not_a_pipe(name: str, what: str = "a regular file") -> StdioUnavailable:
+    through_cat = (
+        "`cat FILE | kandev-lsp run ...`" if name == "stdin" else "`kandev-lsp run ... | cat > FILE`"
+    )
     return StdioUnavailable(
         f"kandev-lsp run needs its {name} to be a pipe (as editors start language servers); it is "
-        f"{what} here. Start it from an editor, or pipe the input through `cat`."
+        f"{what} here. Start it from an editor, or put `cat` in between: {through_cat}."
     )
 
 

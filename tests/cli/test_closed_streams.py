@@ -77,3 +77,16 @@ def test_run_with_stdin_or_stdout_closed_ends_cleanly_and_leaves_nothing(
     assert wait_until(lambda: not processes_tagged(TAG_VARIABLE, tag), timeout=10), processes_tagged(
         TAG_VARIABLE, tag
     )
+
+
+@pytest.mark.parametrize(
+    ("redirect", "advice"),
+    [("<{file}", "`cat FILE | kandev-lsp run ...`"), (">{file}", "`kandev-lsp run ... | cat > FILE`")],
+    ids=["stdin", "stdout"],
+)
+def test_run_on_a_regular_file_says_where_cat_goes(redirect: str, advice: str, tmp_path: Path) -> None:
+    """Before, both refusals said "pipe the input through `cat`", wrong for a stdout sent to a file."""
+    file = tmp_path / "messages"
+    file.write_text("")
+    status, _, errors = shell(redirect.format(file=file), "run", "go", "--workspace", str(tmp_path))
+    assert status == 1 and f"Start it from an editor, or put `cat` in between: {advice}." in errors, errors
