@@ -81,6 +81,25 @@ class _ArgumentParser(argparse.ArgumentParser):
         super().__init__(*args, **kwargs)
 
 
+class _VersionAction(argparse.Action):
+    """``kandev-lsp --version``: the installed distribution's version on stdout, exit 0. Looked up only
+    when asked, so no other command loads :mod:`importlib.metadata` for it."""
+
+    def __init__(self, option_strings: Sequence[str], dest: str, **kwargs: Any) -> None:
+        kwargs.update(nargs=0, default=argparse.SUPPRESS)
+        super().__init__(option_strings, argparse.SUPPRESS, **kwargs)
+
+    def __call__(self, parser: argparse.ArgumentParser, *_: Any) -> None:
+        from importlib.metadata import PackageNotFoundError, version
+
+        try:
+            installed = version("kandev-lsp")
+        except PackageNotFoundError:  # imported from a source folder that was never installed
+            installed = "(not installed: run scripts/setup)"
+        print(f"kandev-lsp {installed}")
+        parser.exit()
+
+
 def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     """The parser; with ``command`` (a name in :data:`COMMANDS`), only that command is registered."""
     import importlib
@@ -92,6 +111,7 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
             "Every command that a program might read takes --json."
         ),
     )
+    parser.add_argument("--version", action=_VersionAction, help="print kandev-lsp's version and exit")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
     wanted = [COMMANDS[command]] if command in COMMANDS else list(dict.fromkeys(COMMANDS.values()))
     for module_name, register in wanted:

@@ -232,6 +232,15 @@ def test_help_lists_every_command_and_each_command_has_its_own_help() -> None:
         assert result.returncode == 0 and f"kandev-lsp {name}" in result.stdout
 
 
+def test_version_prints_the_projects_version() -> None:
+    """What a new user types first; before, "error: unrecognized arguments: --version", exit 2."""
+    import tomllib
+
+    pyproject = tomllib.loads((Path(__file__).resolve().parents[2] / "pyproject.toml").read_text())
+    result = cli("--version")
+    assert (result.returncode, result.stdout) == (0, f"kandev-lsp {pyproject['project']['version']}\n")
+
+
 def test_resolve_registers_only_its_own_subcommand() -> None:
     probe = (
         "import sys; from kandev_lsp.cli import main\n"
