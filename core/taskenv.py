@@ -154,9 +154,11 @@ def load_env_file(path: str) -> dict[str, str]:
     """Read task overrides from a file: a JSON object, or ``KEY=VALUE`` lines (``#`` comments allowed).
 
     Values are taken literally (no quoting or expansion), so a file written by a program round-trips.
+    A UTF-8 byte-order mark (what Windows PowerShell 5's ``Out-File -Encoding utf8`` writes) is skipped:
+    kept, it would make the first key ``\ufeffPATH``, so the task's PATH would silently not apply.
     """
     try:
-        with open(path, encoding="utf-8") as handle:
+        with open(path, encoding="utf-8-sig") as handle:
             text = handle.read()
     except OSError as exc:
         raise TaskEnvironmentError(f"cannot read task environment file {path!r}: {exc.strerror}") from exc

@@ -101,6 +101,15 @@ def test_a_malformed_line_is_named_by_number_never_quoted(tmp_path: Path, line: 
     assert "s3cr3t" not in str(raised.value)
 
 
+@pytest.mark.parametrize("text", ["PATH=/x\nA=b\n", '{"PATH": "/x", "A": "b"}'], ids=["lines", "json"])
+def test_a_byte_order_mark_is_not_part_of_the_first_key(tmp_path: Path, text: str) -> None:
+    """Before, a BOM made the first key '\ufeffPATH' (the task's PATH silently not applied) or, in front of
+    JSON, turned the file into a malformed KEY=VALUE line."""
+    path = tmp_path / "env"
+    path.write_bytes(b"\xef\xbb\xbf" + text.encode())
+    assert load_env_file(str(path)) == {"PATH": "/x", "A": "b"}
+
+
 def test_missing_env_file() -> None:
     with pytest.raises(TaskEnvironmentError, match="cannot read task environment file"):
         load_env_file("/nonexistent/env")
