@@ -109,7 +109,10 @@ export class LeaseClient {
     this._pending = new Map();
     this._acks = new Map();
     this._stopping = false;
+    this._stopAck = null;
     this._timer = null;
+    this._connecting = false;  // from a connect's start until its socket opens or the attempt fails
+    this._opening = null;  // settles with that: what a Stop waits for when the tab is not connected
     this._initializeOutcome = null;
     this._failure = null;
   }
@@ -119,18 +122,26 @@ export class LeaseClient {
     clearTimeout(this._timer);
     this.attempt = 0;
     this._stopping = false;
+    this._stopAck = null;
     this._connect();
   }
 
-  /** Stop the server: the acknowledged `stop` control frame (K16.1). Resolves with the ack. */
+  /**
+   * Stop the server: the acknowledged `stop` control frame (K16.1). Resolves with the ack. A tab that is
+   * not connected right now (reconnecting after a loss, or still connecting) may have a lease the broker
+   * keeps running detached: it connects with its hint to stop it, and reports stopped only on the ack.
+   * Only a tab with no socket and no lease hint has nothing running to stop.
+   */
   async stop() {
-    if (!this.ws || this.ws.readyState !== WebSocket.OPEN) {
-      clearTimeout(this._timer);
+    clearTimeout(this._timer);
+    if (!this.ws && !this._connecting && !this.hint.get()) {
       this._setState('off', 'stopped');
       return null;
     }
     this._stopping = true;
     this._setState('stopping', 'stopping the language server');
+    if (!this.ws && !this._connecting) this._connect();
+    if (this.ws?.readyState !== WebSocket.OPEN) await this._opening;  // rejected: the close says why
     const ack = await this.control('stop');
     this.hint.clear();  // the lease is gone: the next start is a fresh server
     this._stopAck = ack;
@@ -163,11 +174,18 @@ export class LeaseClient {
   async _connect() {
     const { brokerUrl, sessionId, language, autoInstall } = this.options;
     // A reconnect keeps the state _lost set: it says what was lost and why until the attempt succeeds.
-    if (!this.attempt) this._setState('connecting', 'connecting');
+    if (!this.attempt && !this._stopping) this._setState('connecting', 'connecting');
+    let opened;
+    let failed;
+    this._connecting = true;
+    this._opening = new Promise((resolve, reject) => { opened = resolve; failed = reject; });
+    this._opening.catch(() => {});  // only a Stop waits for it, and the close reports the failure
     let ticket;
     try {
       ticket = await this.options.fetchTicket();
     } catch (error) {
+      this._connecting = false;
+      failed(new Error(`no ticket from the backend: ${error.message}`));
       this._lost(1006, `no ticket from the backend: ${error.message}`);
       return;
     }
@@ -180,6 +198,10 @@ export class LeaseClient {
     this.ws = ws;
     this.ready = null;
     let installError = null;
+    ws.onopen = () => {
+      opened();
+      if (this.ws === ws) this._connecting = false;
+    };
     ws.onmessage = (event) => {
       let frame;
       try {
@@ -191,6 +213,8 @@ export class LeaseClient {
         this._rpc(frame);
       } else if ('ack' in frame) {
         this._ack(frame);
+      } else if (this._stopping) {
+        // connected to stop (or stopping): no install progress, no ready to act on, the ack decides
       } else if (frame.status === 'installing') {
         this._setState('installing', `installing the ${language} language server`);
       } else if (frame.status === 'installed') {
@@ -204,7 +228,9 @@ export class LeaseClient {
       }
     };
     ws.onclose = (event) => {
+      failed(new Error(`the connection closed (${event.code})`));  // nothing, once it had opened
       if (this.ws !== ws) return;
+      this._connecting = false;
       this.ws = null;
       this.closes.push({ code: event.code, reason: event.reason });
       this._detached();
@@ -271,7 +297,7 @@ export class LeaseClient {
   _lost(code, reason) {
     const outcome = closeOutcome(code);
     if (this._stopping) {
-      this._setState('error', `the connection closed (${code}) before the stop was acknowledged`);
+      this._setState('error', `the connection closed (${code}) before the stop was acknowledged${reason ? `: ${reason}` : ''}`);
       return;
     }
     const why = `${outcome.message} (${code})${reason ? `: ${reason}` : ''}`;

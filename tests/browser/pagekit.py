@@ -324,3 +324,38 @@ async def _answer_tickets(page: Page, status: int, answer: dict[str, Any]) -> li
     page.log.listeners.append(fulfil)
     await page.send("Fetch.enable", {"patterns": [{"urlPattern": "*/api/ticket"}]})
     return answered
+
+
+class TicketGate:
+    """The tab's ticket requests refused with 403 while ``refusing`` is true, passed on to the backend
+    once it is false (a backend that is down for a while), through Chromium's request interception."""
+
+    def __init__(self, page: Page) -> None:
+        self.page = page
+        self.refusing = True
+        self.refused = 0
+        self._replies: list[asyncio.Future[dict[str, Any]]] = []
+        page.log.listeners.append(self._paused)
+
+    async def enable(self) -> TicketGate:
+        await self.page.send("Fetch.enable", {"patterns": [{"urlPattern": "*/api/ticket"}]})
+        return self
+
+    def _paused(self, event: dict[str, Any]) -> None:
+        if event["method"] != "Fetch.requestPaused":
+            return
+        request_id = event["params"]["requestId"]
+        if not self.refusing:
+            self._replies.append(
+                asyncio.ensure_future(self.page.send("Fetch.continueRequest", {"requestId": request_id}))
+            )
+            return
+        self.refused += 1
+        body = base64.b64encode(json.dumps({"error": "refused", "message": "backend down"}).encode()).decode()
+        reply = {
+            "requestId": request_id,
+            "responseCode": 503,
+            "responseHeaders": [{"name": "Content-Type", "value": "application/json"}],
+            "body": body,
+        }
+        self._replies.append(asyncio.ensure_future(self.page.send("Fetch.fulfillRequest", reply)))

@@ -22,7 +22,9 @@ from pagekit import (
     CALL_LINE,
     DEFINITION_LINE,
     ERROR_LINE,
+    STATUS,
     Stack,
+    TicketGate,
     answer_tickets_with,
     frames_received,
     frames_sent,
@@ -265,5 +267,43 @@ def test_a_backend_that_mints_no_ticket_is_named_while_the_page_retries(
         assert "no ticket from the backend: your session has ended: sign in again" in text, text
         assert answered and sockets_opened(page) == 0  # no ticket, no socket
         assert stack.servers() == []
+
+    run(chromium, scenario)
+
+
+def test_stop_while_the_tab_reconnects_stops_its_detached_server_and_says_stopped_only_on_the_ack(
+    chromium: Chromium, stack: Stack
+) -> None:
+    """A tab that lost its connection (here: reloaded while its backend mints no ticket) is reconnecting
+    while its lease, and pyright, live on detached in the broker. Before, Stop then said "stopped" at
+    once, sent nothing (there was no socket) and kept the hint: pyright ran on for the detached lifetime
+    (an hour by default) and the next Start resumed it. Stop now connects with the hint to stop the lease,
+    and says stopped on the broker's ack (K16.1, K4.3)."""
+
+    async def scenario(cdp: Cdp, page: Page) -> None:
+        await page.goto(stack.page_url)
+        assert await state(page, "ready") == "ready"
+        assert await markers(page)
+        running = stack.servers()
+        assert running
+        gate = await TicketGate(page).enable()
+        await page.reload()
+        # The third failed attempt is followed by a 4 s wait: Stop comes within it, not after a reconnect.
+        await page.wait_for(f"{STATUS}.includes('attempt 3 of 5')", timeout=30)
+        assert gate.refused >= 3 and stack.servers() == running  # the lease lives on, detached
+        gate.refusing = False  # the backend is back
+        mark = len(page.log.events)
+        await page.evaluate("document.getElementById('power').click()")
+        ack = await page.log.wait(
+            "Network.webSocketFrameReceived",
+            lambda p: '"ack":"stop"' in p["response"]["payloadData"],
+            after=mark,
+            timeout=30,
+        )
+        assert json.loads(ack["params"]["response"]["payloadData"])["confirmed"] is True
+        assert stack.servers() == []
+        assert await state(page, "off") == "stopped"
+        # The socket Stop opened carried the stop and nothing else: no second initialize, no didOpen.
+        assert [f.get("method") for f in frames_sent(page)].count("initialize") == 1
 
     run(chromium, scenario)
