@@ -19,6 +19,9 @@ So a launcher in the managed cache is started as ``node script``, as Zed starts 
   one, and ``--explain`` says so. With no node at all, the launcher is refused and the resolver moves on.
 
 A launcher that is not a node script (a binary, or a script for another interpreter) is started as it is.
+A server found outside the cache (the task's PATH, a plugin's candidate) whose file is a
+``#!/usr/bin/env node`` script (a user's ``npm install -g``) gets the same interpreter choice
+(:func:`path_launch`): ``env`` would take a planted node for it just the same.
 On Windows a launcher is a shim that looks ``node`` up itself, so without a recorded script it is refused
 (reinstalling records one). Interpreters the *server* looks up while it runs (pyright's ``python``) stay the
 task's: they are the project's.
@@ -32,7 +35,7 @@ from kandev_lsp._values import dataclass
 from kandev_lsp.executables import WorkspaceGate, locate
 from kandev_lsp.fileprobe import FileProbe, ProbeStatus
 
-__all__ = ["NpmLaunch", "is_node_script", "npm_launch", "runs_on_node"]
+__all__ = ["NpmLaunch", "is_node_script", "npm_launch", "path_launch", "runs_on_node"]
 
 #: How much of a launcher is read to see its ``#!`` line.
 _HEAD = 256
@@ -60,6 +63,13 @@ def runs_on_node(head: bytes) -> bool:
     if words[0].rsplit("/", 1)[-1] == "env":
         words = [word for word in words[1:] if not word.startswith("-") and "=" not in word]
     return bool(words) and words[0].rsplit("/", 1)[-1].lower() in _NODE_NAMES
+
+
+def looks_node_up(head: bytes) -> bool:
+    """Whether a file starting with ``head`` is a node script whose interpreter ``env`` finds on the PATH
+    (``#!/usr/bin/env node``), rather than one naming its node by absolute path."""
+    words = head[2:].split(b"\n", 1)[0].split() if head.startswith(b"#!") else []
+    return bool(words) and words[0].replace(b"\\", b"/").rsplit(b"/", 1)[-1] == b"env" and runs_on_node(head)
 
 
 def is_node_script(path: str, probe: FileProbe) -> bool:
@@ -98,6 +108,21 @@ def npm_launch(launcher: str, real_launcher: str, gate: WorkspaceGate) -> NpmLau
     if node is None:
         return NpmLaunch(refusal=note)
     return NpmLaunch((node, script), f"runs as {node} {script} ({note})")
+
+
+def path_launch(real_path: str, gate: WorkspaceGate) -> NpmLaunch | None:
+    """How to start a server found outside the managed cache (the task's PATH, a plugin's candidate)
+    whose file is a ``#!/usr/bin/env node`` script, as a user's ``npm install -g`` launcher resolves to:
+    ``(node, script)`` with node from the trusted lookup, so that a ``node`` a workspace folder on the
+    task's PATH planted before the real one is never its interpreter. None: start it as it is (a binary,
+    a script naming its interpreter by path, any other interpreter; and on Windows, whose launchers are
+    ``.cmd`` shims)."""
+    if gate.env.host.is_windows or not looks_node_up(gate.probe.read_head(real_path, _HEAD) or b""):
+        return None
+    node, note = _node(None, gate)
+    if node is None:
+        return NpmLaunch(refusal=note)
+    return NpmLaunch((node, real_path), f"runs as {node} {real_path} ({note})")
 
 
 def _node(recorded: str | None, gate: WorkspaceGate) -> tuple[str | None, str]:

@@ -156,10 +156,16 @@ class Resolver:
                 continue
             command: tuple[str, ...] = (candidate.path,)
             taken = "exists and is executable"
-            if candidate.npm_launcher:  # kandev-lsp's own npm install: node <script>, never env's node
-                from kandev_lsp.launchers import npm_launch
+            from kandev_lsp.launchers import npm_launch, path_launch
 
-                launch = npm_launch(candidate.path, result.real_path, gate)
+            # node <script>, never env's node off the task's PATH: kandev-lsp's own npm install, and any
+            # other server that is a `#!/usr/bin/env node` script (a user's `npm install -g`)
+            launch = (
+                npm_launch(candidate.path, result.real_path, gate)
+                if candidate.npm_launcher
+                else path_launch(result.real_path or candidate.path, gate)
+            )
+            if launch is not None:
                 if launch.refusal is not None:
                     trail.append(ExplainStep(candidate.source, candidate.path, "rejected", launch.refusal))
                     continue

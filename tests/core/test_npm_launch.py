@@ -13,7 +13,7 @@ from pathlib import Path
 import kandev_lsp_python
 import pytest
 from kandev_lsp.host import PluginHost
-from kandev_lsp.launchers import runs_on_node
+from kandev_lsp.launchers import looks_node_up, runs_on_node
 from kandev_lsp.testing import make_plugin_host, make_task, resolve_in
 
 SCRIPT = "node_modules/pyright/langserver.index.js"
@@ -140,6 +140,20 @@ def test_runs_on_node_reads_the_shebang_line(head: bytes, node: bool) -> None:
     assert runs_on_node(head) is node
 
 
+@pytest.mark.parametrize(
+    ("head", "on_path"),
+    [
+        (b"#!/usr/bin/env node\n", True),
+        (b"#!/usr/bin/env -S node --flag\n", True),
+        (b"#!/opt/node-v20/bin/node\n", False),  # names its node: no PATH lookup to plant into
+        (b"#!/usr/bin/env python3\n", False),
+        (b"\x7fELF", False),
+    ],
+)
+def test_looks_node_up_is_an_env_shebang_for_node(head: bytes, on_path: bool) -> None:
+    assert looks_node_up(head) is on_path
+
+
 def test_a_receipt_that_is_not_a_regular_file_is_no_receipt_and_never_blocks(
     plugins: PluginHost, tmp_path: Path
 ) -> None:
@@ -165,3 +179,36 @@ def test_a_receipt_that_is_not_a_regular_file_is_no_receipt_and_never_blocks(
         resolving.join(20)
         pytest.fail("resolve waited on the FIFO at the receipt's place")
     assert answers == [(str(on_path), str(script))]
+
+
+def test_a_node_script_on_the_task_path_runs_on_the_trusted_node_not_a_planted_one(tmp_path: Path) -> None:
+    """A user's own ``npm install -g`` server is a ``#!/usr/bin/env node`` script on the task's PATH;
+    started as it is, env took the first node of the child's PATH, whose absolute workspace entries are
+    kept: a repository's ``node_modules/.bin/node`` first on the PATH was its interpreter (issue 17 item 1
+    for a server kandev-lsp did not install). A real ``kandev-lsp run`` with a stand-in server that
+    records its interpreter, and a planted node that logs every run."""
+    import subprocess
+    import sys
+    import time
+
+    workspace, log, seen = tmp_path / "repo", tmp_path / "planted.log", tmp_path / "interpreter"
+    planted = executable(workspace / "node_modules" / ".bin" / "node", f'#!/bin/sh\necho "$*" >> {log}\n'
+                         f'exec /usr/bin/node "$@"\n')  # fmt: skip
+    script = executable(
+        tmp_path / "global" / "lib" / "server.js",
+        f"#!/usr/bin/env node\nrequire('fs').writeFileSync({json.dumps(str(seen))}, process.argv[0]);\n"
+        "process.stdin.resume();\n",
+    )
+    (tmp_path / "global" / "bin").mkdir()
+    (tmp_path / "global" / "bin" / "typescript-language-server").symlink_to(script)
+    path = f"{planted.parent}:{tmp_path / 'global' / 'bin'}:/usr/bin:/bin"
+    argv = [sys.executable, "-m", "kandev_lsp.cli", "run", "typescript", "--workspace", str(workspace),
+            "--env", f"PATH={path}", "--env", f"HOME={tmp_path / 'home'}"]  # fmt: skip
+    with subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE) as run:
+        deadline = time.monotonic() + 60
+        while not seen.exists() and run.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.05)
+        _, errors = run.communicate(b"", timeout=60)
+    assert seen.exists(), errors.decode()
+    assert not log.exists(), log.read_text()
+    assert os.path.realpath(seen.read_text()) == os.path.realpath("/usr/bin/node")
