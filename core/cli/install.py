@@ -251,7 +251,7 @@ async def _install(
 def run_uninstall(args: argparse.Namespace) -> int:
     import asyncio
 
-    from kandev_lsp.install import InstallManager
+    from kandev_lsp.install import InstallError, InstallManager
 
     plugins = load_plugins()
     task = task_from_args(args)
@@ -264,10 +264,13 @@ def run_uninstall(args: argparse.Namespace) -> int:
         removed = asyncio.run(remove())
     except KeyboardInterrupt:
         return ExitStatus.INTERRUPTED
+    except InstallError as exc:  # with --json, answered in the install schema as install's failures are
+        return _report(args, _outcome(args, "failed", str(exc)), ExitStatus.of(exc.failure))
     if not removed and args.language not in plugins.languages():
         # Nothing of it in the cache and no plugin for it: a typo, not "nothing to remove". A language
         # whose plugin is gone but whose server is still cached was removed above.
-        raise UnknownLanguageError(args.language, sorted(plugins.languages()))
+        unknown = UnknownLanguageError(args.language, sorted(plugins.languages()))
+        return _report(args, _outcome(args, "unknown_language", str(unknown)), ExitStatus.of(unknown.failure))
     if args.json:
         print_json(
             {

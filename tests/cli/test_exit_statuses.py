@@ -140,6 +140,20 @@ def test_install_json_names_the_kind_of_failure(tmp_path: Path) -> None:
     assert usage.returncode == 2 and json.loads(usage.stdout)["status"] == "usage"
 
 
+def test_uninstall_json_answers_its_failures_in_the_install_schema(tmp_path: Path) -> None:
+    """As install --json does; before, uninstall --json printed nothing on stdout when it failed."""
+    unknown = kandev("uninstall", "cobol", "--json", "--env", f"HOME={tmp_path}")
+    assert unknown.returncode == 13 and json.loads(unknown.stdout)["status"] == "unknown_language"
+    folder = tmp_path / ".kandev" / "lsp-servers" / "go"
+    folder.mkdir(parents=True)
+    (folder / "versions").symlink_to(tmp_path)  # a cache folder it cannot change (see ServerCache)
+    failed = kandev(
+        "uninstall", "go", "--json", "--env", f"HOME={tmp_path}", "--workspace", str(tmp_path / "ws")
+    )
+    answer = json.loads(failed.stdout)
+    assert failed.returncode == 20 and answer["status"] == "failed" and "symbolic link" in answer["error"]
+
+
 def test_a_bad_env_file_is_a_reported_failure(tmp_path: Path) -> None:
     for command in (["resolve", "go"], ["install", "go"], ["run", "go"], ["doctor"]):
         result = kandev(*command, "--env-file", str(tmp_path / "absent.env"), cwd=tmp_path)
