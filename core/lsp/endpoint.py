@@ -530,10 +530,10 @@ class Endpoint:
         else:
             self._deferred_methods.discard(method)
 
-    def _default_answer(self, method: str, params: Any) -> Any:
+    def _default_answer(self, method: str, params: Any, now: float) -> Any:
         if method == "window/workDoneProgress/create":
             token = params.get("token") if isinstance(params, Mapping) else None
-            if not self.progress.accept(token):
+            if not self.progress.accept(token, created_at=now):
                 raise HandlerError(
                     ErrorCode.INVALID_PARAMS, "the progress token must be a string or an integer"
                 )
@@ -558,14 +558,14 @@ class Endpoint:
             return None
         raise HandlerError(ErrorCode.METHOD_NOT_FOUND, f"kandev-lsp does not handle {method}")
 
-    def _answer(self, request_id: RequestId, method: str, params: Any) -> bool:
+    def _answer(self, request_id: RequestId, method: str, params: Any, now: float) -> bool:
         """Answer a server request now, or leave it to the owner; return whether it was answered."""
         handler = self._handlers.get(method)
         if handler is None and method in self._deferred_methods:
             self._deferred[request_id] = method
             return False
         try:
-            result = handler(params) if handler is not None else self._default_answer(method, params)
+            result = handler(params) if handler is not None else self._default_answer(method, params, now)
         except HandlerError as error:
             self._queue_error(request_id, error.code, error.message, error.data)
             return True
@@ -614,7 +614,7 @@ class Endpoint:
                 None, ErrorCode.INVALID_REQUEST, "the request id is not an integer or a short string"
             )
             return [MessageRejected(f"a {method} request has an unusable id")]
-        answered = self._answer(request_id, method, params)
+        answered = self._answer(request_id, method, params, now)
         return [ServerRequestReceived(request_id, method, params, answered)]
 
     def _response(self, message: Mapping[str, Any], now: float) -> Event:

@@ -11,6 +11,7 @@ opened never reached pyright, so references missed it.
 from __future__ import annotations
 
 import asyncio
+import time
 from pathlib import Path
 from typing import Any
 
@@ -161,3 +162,67 @@ def test_a_caller_is_awaited_while_pyright_checks_another_importer(
     assert (after["status"], _errors(after)) == ("current", [5, 9]), after
     # The scenario happened: core.py came after slow.py's check, later than the silence window
     assert slow_at <= core_at and core_at > freshness.RECHECK_QUIET, (slow_at, core_at)
+
+
+def _late_checked(groups: int) -> str:
+    """A module pyright takes seconds to check, whose one error, on its last line, only the check finds."""
+    lines = []
+    for i in range(groups):
+        lines += [
+            f"def f{i}(x: int, y: list[dict[str, int]]) -> list[int]:",
+            f"    z = {{k: [v * {i} for v in range(x)] for k, v in enumerate(y)}}",
+            "    return sorted(len(v) for v in z.values())",
+            "",
+        ]
+    return "\n".join([*lines, 'WRONG: int = "not an int"', ""])
+
+
+#: The workspace-symbols call opens aaa.py (the first file of its language) and has pyright bind every
+#: file; pyright then checks aaa.py and publishes it with late.py as bound so far (no errors yet), opens
+#: its progress for late.py and checks it: the order the trial saw on click (core.py bound, then checked).
+LATE = {
+    "pyproject.toml": '[project]\nname = "late"\nversion = "0"\n',
+    "aaa.py": "def quick() -> int:\n    return 1\n",
+}
+
+
+async def _bound_then_checked(folder: Path, real_servers: RealServers, tag: str) -> dict[str, Any]:
+    async with _service(folder, real_servers, tag) as service:
+        diagnostics, symbols = await asyncio.gather(
+            service.dispatch("code_diagnostics", {"path": "late.py"}, SLOW),
+            service.dispatch("code_symbols", {"query": "quick"}, SLOW),
+        )
+        assert symbols["ok"], symbols
+        return diagnostics
+
+
+def test_a_bound_publication_before_pyright_reports_its_check_is_not_current(
+    tmp_path: Path, real_servers: RealServers, tag: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """pyright publishes a file it has only bound (no errors yet), creates a progress token, and sends the
+    token's ``begin`` once the create is answered, which it reads only after the check pass that follows.
+    A user trial on click asked core.py's diagnostics while a workspace-symbols call kept the client busy:
+    the create's answer went out late, the begin came 4 s later, after the check, and the bound
+    publication (0 errors) was answered ``current`` 0.1 s after it came; the check found 2 errors. Here
+    the client's loop is held 0.5 s as each create arrives (a loaded machine; fault injection)."""
+    from kandev_lsp.lsp.endpoint import Endpoint
+
+    published: list[int] = []
+    receive = Endpoint.receive_message
+
+    def loaded(self: Endpoint, message: Any, now: float) -> Any:
+        if message.get("method") == "window/workDoneProgress/create":
+            time.sleep(0.5)  # the answer to the create goes out late, as from a busy loop
+        elif message.get("method") == "textDocument/publishDiagnostics" and str(
+            message["params"].get("uri", "")
+        ).endswith("/late.py"):
+            published.append(len(message["params"].get("diagnostics", [])))
+        return receive(self, message, now)
+
+    monkeypatch.setattr(Endpoint, "receive_message", loaded)
+    text = _late_checked(300)
+    folder = write(tmp_path / "late", {**LATE, "late.py": text}).resolve()
+    result = asyncio.run(_bound_then_checked(folder, real_servers, tag))
+    assert published[:1] == [0] and published[-1] == 1, published  # the scenario: bound, then checked
+    assert result["status"] == "current", result
+    assert _errors(result) == [len(text.splitlines())], result

@@ -206,3 +206,19 @@ def test_invariants_over_any_sequence(sequence: list[tuple[str, Any]]) -> None:
         starts = [item.started_at for item in snapshot.active]
         assert starts == sorted(starts)  # oldest first
         assert len({item.token for item in snapshot.active}) == len(snapshot.active)
+
+
+def test_a_created_token_is_awaited_until_it_begins() -> None:
+    """pyright creates a token right after publishing a file it has only bound and begins it once the
+    create is answered: until then the created token is the only sign of its work (a trial's stale
+    ``current``). A token the client offered in initialize was not created by the server: not awaited."""
+    tracker = ProgressTracker()
+    assert tracker.accept("offered") and tracker.created_not_begun == ()
+    assert tracker.accept("t", created_at=2.0) and tracker.created_not_begun == (2.0,)
+    tracker.on_progress({"token": "t", "value": {"kind": "begin", "title": ""}}, 2.5)
+    assert tracker.created_not_begun == () and [item.token for item in tracker.active] == ["t"]
+    for n in range(70):  # a server that creates tokens and never begins them is remembered boundedly
+        tracker.accept(n, created_at=float(n))
+    assert len(tracker.created_not_begun) == 64 and min(tracker.created_not_begun) == 6.0
+    tracker.reset(2)
+    assert tracker.created_not_begun == ()

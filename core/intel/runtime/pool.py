@@ -132,6 +132,10 @@ _EDIT_CAPABILITIES: Final = {
 _CHANGED: Final = 2
 #: Seconds a fence may take (a server busy checking answers it after that pass).
 FENCE_TIMEOUT: Final = 60.0
+#: Seconds a progress token the server created counts as work in progress before its ``begin`` comes
+#: (pyright sends it after the check pass that follows the create: seconds late); as a fence, one that
+#: never begins stops counting.
+CREATED_PROGRESS_WAIT: Final = 60.0
 #: Paths kept in a server's path -> URI map at most; past it the map starts again and one refresh looks
 #: at every file.
 _URIS_KEPT: Final = 50_000
@@ -560,9 +564,13 @@ class ManagedServer:
         """When the server last published diagnostics, and the work-done progress it reports now."""
         entries = self.client.endpoint.diagnostics.snapshot().values()
         last = max((entry.received_at for entry in entries), default=None)
+        progress = self.client.endpoint.progress
+        now = self.client.now()
+        starting = sum(1 for at in progress.created_not_begun if now - at <= CREATED_PROGRESS_WAIT)
         return Activity(
             last,
-            tuple(item.title or item.message or "untitled" for item in self.client.endpoint.progress.active),
+            tuple(item.title or item.message or "untitled" for item in progress.active)
+            + (("work it created and has not begun reporting yet",) * min(starting, 1)),
         )
 
     async def idle(self, prompt: float) -> bool:
