@@ -208,14 +208,18 @@ def _exited_within(child: subprocess.Popen[bytes], timeout: float, output: _Head
     import time
 
     deadline = time.monotonic() + timeout
-    pause = 0.001
+    pause, after_output = 0.001, 0.0002
     while os.waitid(os.P_PID, child.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is None:
         left = deadline - time.monotonic()
         if left <= 0:
             return False
-        if output.wait(min(pause, left)):  # ended: the exit is a moment away
-            time.sleep(min(0.0002, left))
-        pause = min(pause * 2, 0.02)
+        if not output.wait(min(pause, left)):  # still open: that wait was the pause
+            pause = min(pause * 2, 0.02)
+            continue
+        # Ended: the exit is usually a moment away; a child that closed its stdout and runs on is
+        # polled less and less often, never in a busy loop.
+        time.sleep(min(after_output, left))
+        after_output = min(after_output * 2, 0.02)
     return True
 
 
