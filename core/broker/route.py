@@ -56,8 +56,10 @@ from kandev_lsp.broker.tickets import (
     DEFAULT_TICKET_CAPACITY,
     DEFAULT_TICKET_TTL,
     MAX_MINT_BODY,
+    SUBPROTOCOL,
     RedeemFailure,
     TicketBook,
+    offered_subprotocols,
     presented_ticket,
     select_subprotocol,
 )
@@ -120,6 +122,11 @@ class BrokerConfig:
 
 
 #: What a non-browser client presenting a bad ticket is told (a page gets close 4401 ``unauthorized``).
+_BAD_SUBPROTOCOL: Final = "bad_subprotocol"
+_BAD_SUBPROTOCOL_MESSAGE: Final = (
+    f"offer the subprotocol {SUBPROTOCOL} (next to kandev-lsp.ticket.<ticket>): a browser fails a handshake "
+    "that selects none of the values it offered"
+)
 _TICKET_REFUSED: Final = (
     "the ticket is unknown, expired, already used, or minted for another session or language; "
     "mint a new one (POST /lsp/tickets) for each connection"
@@ -131,11 +138,6 @@ def _browser_upgrade(headers: Headers) -> bool:
     request with two is no browser's, and websockets itself refuses to upgrade it)."""
     upgrade = ",".join(headers.get_all("Upgrade")).lower()
     return len(headers.get_all("Origin")) == 1 and "websocket" in upgrade
-
-
-def _selected(offered: Sequence[Subprotocol]) -> Subprotocol | None:
-    chosen = select_subprotocol(offered)
-    return Subprotocol(chosen) if chosen is not None else None
 
 
 def _refuse(connection: ServerConnection, refusal: Refusal, **fields: object) -> Response:
@@ -263,7 +265,7 @@ class BrokerServer:
             self.config.host,
             self.config.port,
             process_request=self._process_request,
-            select_subprotocol=lambda _connection, offered: _selected(offered),
+            select_subprotocol=self._select_subprotocol,
             create_connection=listener_connection(self._ticket_route.answer, MAX_MINT_BODY),
             max_size=self.config.max_message,
             max_queue=2,
@@ -353,9 +355,18 @@ class BrokerServer:
         if refused is not None:
             return refused
         query = parse_qs(urlsplit(request.path).query, keep_blank_values=True)
-        presented = presented_ticket(
-            request.headers.get_all("Sec-WebSocket-Protocol"), query.get("ticket", [])
-        )
+        protocols = request.headers.get_all("Sec-WebSocket-Protocol")
+        presented = presented_ticket(protocols, query.get("ticket", []))
+        offered = offered_subprotocols(protocols)
+        if offered and SUBPROTOCOL not in offered and _browser_upgrade(request.headers):
+            # A browser fails a handshake that selects none of the values it offered (close 1006, which
+            # a page retries): refused, and _select_subprotocol echoes its own value back so it reads the
+            # close. Its ticket is spent first: the echoed value is then good for nothing.
+            if presented.value is not None:
+                self.tickets.redeem(presented.value, "", None, None)
+            return Refusal(HTTPStatus.BAD_REQUEST, _BAD_SUBPROTOCOL, _BAD_SUBPROTOCOL_MESSAGE), {
+                "error": _BAD_SUBPROTOCOL
+            }
         if presented.problem is not None:
             return unauthorized(presented.problem), {"credential": "ticket", "why": "several"}
         caller: Caller | None
@@ -393,6 +404,20 @@ class BrokerServer:
         del response.headers["Content-Type"]
         response.headers["Content-Type"] = CONTENT_TYPE
         return response
+
+    def _select_subprotocol(
+        self, connection: ServerConnection, offered: Sequence[Subprotocol]
+    ) -> Subprotocol | None:
+        """``kandev-lsp.v1`` when offered; for a browser refused for offering something else, the first
+        value it offered (its spent ticket, if that is all it offered), so its handshake succeeds and the
+        4400 reaches it; else none."""
+        chosen = select_subprotocol(offered)
+        if chosen is not None:
+            return Subprotocol(chosen)
+        refused = self._refusals.get(connection)
+        if refused is not None and refused[1] == _BAD_SUBPROTOCOL and offered:
+            return offered[0]
+        return None
 
     # After the upgrade --------------------------------------------------------------------------------
     async def _handle(self, client: ServerConnection) -> None:

@@ -186,7 +186,7 @@ class PresentedTicket:
     problem: str | None = None
 
 
-def _offered(protocol_headers: Iterable[str]) -> list[str]:
+def offered_subprotocols(protocol_headers: Iterable[str]) -> list[str]:
     return [item.strip() for header in protocol_headers for item in header.split(",") if item.strip()]
 
 
@@ -195,7 +195,9 @@ def presented_ticket(protocol_headers: Iterable[str], query_tickets: Iterable[st
     header, each a comma-separated list) and its ``ticket`` query values. The same ticket given in both
     places counts once; two different ones are a problem (nothing is spent for them)."""
     found = {
-        item[len(TICKET_PREFIX) :] for item in _offered(protocol_headers) if item.startswith(TICKET_PREFIX)
+        item[len(TICKET_PREFIX) :]
+        for item in offered_subprotocols(protocol_headers)
+        if item.startswith(TICKET_PREFIX)
     }
     found.update(query_tickets)
     if len(found) > 1:

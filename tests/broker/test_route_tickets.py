@@ -259,3 +259,36 @@ def test_one_ticket_presented_by_many_pages_at_the_same_instant_lets_exactly_one
             assert directory.lookups == 1
 
     asyncio.run(scenario())
+
+
+def test_a_page_that_offers_no_kandev_subprotocol_is_told_so_and_its_ticket_is_spent() -> None:
+    """A page that offers only ``kandev-lsp.ticket.<T>`` (an embedder's own glue, not the reference page)
+    got the upgrade with no subprotocol selected, and a browser fails such a handshake (Chromium: "Sent
+    non-empty 'Sec-WebSocket-Protocol' header but no response was received"): close 1006, retried by K18
+    with a fresh ticket each time, and the lease its ticket created started a server nobody could use.
+    Now it is refused 4400 ``bad_subprotocol``, nothing looked up, its ticket spent, and the broker
+    selects the value the page offered (the spent ticket: nothing it did not send) so the close reaches
+    it. A client without ``Origin`` is not a browser and keeps working without a selection."""
+
+    async def scenario() -> None:
+        async with broker_with() as (server, directory):
+            ticket = await ticket_for(server)
+            only_ticket = [f"kandev-lsp.ticket.{ticket}"]
+            async with connect(
+                f"{server.url}/lsp/s1?language=go",
+                subprotocols=only_ticket,  # type: ignore[arg-type]
+                origin=KANDEV,  # type: ignore[arg-type]
+            ) as ws:
+                assert ws.subprotocol == only_ticket[0]  # one the page offered: a browser accepts it
+                assert await closed_with(ws) == (4400, "bad_subprotocol")
+            assert directory.lookups == 0
+            assert server.tickets.outstanding == 0  # spent: the echoed value is good for nothing
+            # Without Origin (not a browser) the same offer is accepted, as before.
+            async with connect(
+                f"{server.url}/lsp/s1?language=go",
+                subprotocols=[f"kandev-lsp.ticket.{await ticket_for(server)}"],  # type: ignore[list-item]
+            ) as ws:
+                assert ws.subprotocol is None and (await closed_with(ws))[0] == 4002
+            assert directory.lookups == 1
+
+    asyncio.run(scenario())

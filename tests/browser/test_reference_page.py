@@ -307,3 +307,34 @@ def test_stop_while_the_tab_reconnects_stops_its_detached_server_and_says_stoppe
         assert [f.get("method") for f in frames_sent(page)].count("initialize") == 1
 
     run(chromium, scenario)
+
+
+def test_a_page_that_offers_only_its_ticket_as_subprotocol_reads_4400_not_1006(
+    chromium: Chromium, stack: Stack
+) -> None:
+    """An embedder's own glue that offers ``kandev-lsp.ticket.<T>`` alone: Chromium fails a handshake that
+    selects none of the offered values, so the page saw 1006 (a network failure, retried) and the
+    ticket's lease started a server nobody could use. Now Chromium reads 4400 ``bad_subprotocol``."""
+
+    async def scenario(cdp: Cdp, page: Page) -> None:
+        await page.goto(stack.page_url)
+        assert await state(page, "ready") == "ready"
+        running = stack.servers()
+        outcome = await page.evaluate(
+            """(async () => {
+              const config = await (await fetch('api/config')).json();
+              const minted = await (await fetch('api/ticket', {method: 'POST',
+                headers: {'Content-Type': 'application/json'},
+                body: JSON.stringify({sessionId: config.sessionId, language: config.language})})).json();
+              const url = `${config.brokerUrl}/lsp/${config.sessionId}?language=${config.language}`;
+              const ws = new WebSocket(url, ['kandev-lsp.ticket.' + minted.ticket]);
+              return await new Promise((resolve) => {
+                ws.onclose = (event) => resolve([event.code, event.reason]);
+              });
+            })()"""
+        )
+        assert outcome == [4400, "bad_subprotocol"]
+        assert stack.servers() == running  # nothing was started for it
+        await stop_and_check_nothing_runs(page, stack)
+
+    run(chromium, scenario)
