@@ -61,6 +61,16 @@ def test_the_built_in_languages_say_what_a_nested_project_means() -> None:
              "omitted": {"outsideWorkspace": 2, "nonFileUri": 1}},
             "3 references · 1 file · 2 references outside the workspace, 1 reference not a file withheld",
         ),
+        (  # item 8: a member found through the class's bases is named, as the answer is about it
+            {"ok": True, "kind": "references", "files": [{}], "totalFound": 1,
+             "target": {"symbol": "MultiCommand.invoke", "confidence": "inherited", "line": 1654}},
+            "1 reference · 1 file · of MultiCommand.invoke (inherited)",
+        ),
+        (
+            {"ok": True, "kind": "definition", "files": [{}], "totalFound": 1,
+             "target": {"symbol": "Command.invoke", "confidence": "firstMatch"}},
+            "1 definition · 1 file · of Command.invoke (the first of several matches)",
+        ),
         (  # a search in tsserver's inferred project (no tsconfig.json) says what it covered
             {"ok": True, "kind": "references", "files": [], "totalFound": 0, "inferredProject": True,
              "notice": "no tsconfig.json or jsconfig.json applies to this file, ..."},

@@ -101,6 +101,7 @@ async def _python(folder: Path, real_servers: RealServers, tag: str) -> None:
             "Base.invoke",
             "inherited",
         )
+        assert inherited["summary"].endswith(" · of Base.invoke (inherited)"), inherited["summary"]
 
         # Item 10: counts cover every file (before: "5 references · 1 file (1 of 5 shown)").
         refs = await call(

@@ -96,6 +96,18 @@ def _inferred(result: Mapping[str, Any]) -> str:
     return " · inferred project: open files and their imports only" if result.get("inferredProject") else ""
 
 
+def _taken(result: Mapping[str, Any]) -> str:
+    """`` · of MultiCommand.invoke (inherited)``: the symbol answered about when it is not the one named
+    (a member found through the class's bases, issue 20 item 8) or was one of several (``firstMatch``),
+    so a model reading the summary alone knows whose uses these are."""
+    target = _mapping(result.get("target"))
+    symbol = target.get("symbol")
+    confidence = target.get("confidence")
+    if not isinstance(symbol, str) or confidence not in ("inherited", "firstMatch"):
+        return ""
+    return f" · of {symbol} ({'inherited' if confidence == 'inherited' else 'the first of several matches'})"
+
+
 def _first_line(text: str) -> str:
     line = text.strip().splitlines()[0] if text.strip() else ""
     return line if len(line) <= _MAX_LINE else line[: _MAX_LINE - 1] + "…"
@@ -207,22 +219,22 @@ def summarize(tool: str, result: Mapping[str, Any]) -> str:
         if total == 0:
             if notice and not _inferred(result):
                 return _first_line(str(notice))
-            return f"no {noun}s{withheld}{_inferred(result)}"
+            return f"no {noun}s{withheld}{_inferred(result)}{_taken(result)}"
         files = result.get("files")
         shown_files = len(files) if isinstance(files, list) else 0
         all_files = result.get("totalFiles")
         file_count = all_files if isinstance(all_files, int) and all_files >= shown_files else shown_files
         line = f"{plural(total, noun)} · {plural(file_count, 'file')}{_shown(result, shown_files)}{withheld}"
         if result.get("fallback") == "definition":
-            return f"{line} (no declaration provider){_inferred(result)}"
-        return line + _inferred(result)
+            return f"{line} (no declaration provider){_inferred(result)}{_taken(result)}"
+        return line + _inferred(result) + _taken(result)
     if tool == "code_hierarchy":
         noun = _HIERARCHY_NOUNS.get(str(result.get("kind")), "item")
         total = _count(result, "items")
         if total == 0 and notice and not _inferred(result):
             return _first_line(str(notice))
         counted = plural(total, noun) if total else f"no {noun}s"
-        return counted + _shown(result) + _withheld(result, noun) + _inferred(result)
+        return counted + _shown(result) + _withheld(result, noun) + _inferred(result) + _taken(result)
     if tool == "code_symbols":
         total = _count(result, "symbols")
         if total == 0 and not _inferred(result):
