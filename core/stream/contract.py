@@ -15,6 +15,8 @@ from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 from kandev_lsp import codes
+from kandev_lsp.protocol.errors import MalformedMessage
+from kandev_lsp.protocol.jsonrpc import parse_message
 
 ROUTE = "/api/v1/lsp/stream"
 
@@ -99,11 +101,11 @@ def control_object(body: bytes, limit: int = MAX_CONTROL_FRAME) -> dict[str, Any
     is traffic. The one parse behind :func:`is_stop_frame` and :func:`settings_request`."""
     if len(body) > limit or not body.startswith(CONTROL_PREFIX):
         return None
-    try:
-        data = json.loads(body)
-    except ValueError:
+    try:  # the one strict parser: a body nested past json's depth is refused, not a RecursionError
+        data = parse_message(body)
+    except MalformedMessage:
         return None
-    return data if isinstance(data, dict) and "jsonrpc" not in data else None
+    return data if "jsonrpc" not in data else None
 
 
 def is_stop_frame(body: bytes, frame: Mapping[str, Any] | None = None) -> bool:

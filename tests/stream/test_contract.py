@@ -132,6 +132,9 @@ def test_a_settings_request_is_recognised_like_the_stop_frame() -> None:
     ):
         assert request(body) is None, body
     assert json.loads(contract.settings_ack(True)) == {"ack": "settings", "changed": True}
+    # Nested past json's depth (RecursionError, not ValueError): no control frame, and no exception.
+    deep = b'{"control":"settings","settings":' + b"[" * 5000 + b"]" * 5000 + b"}"
+    assert request(deep) is None and contract.control_object(deep, 1 << 20) is None
 
 
 def test_close_codes_and_reasons() -> None:

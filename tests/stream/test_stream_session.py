@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 from typing import Any
 
+import pytest
 from stream_testkit import LspPeer, StreamKit, tagged_alive
 from websockets.exceptions import ConnectionClosed
 
@@ -213,3 +215,28 @@ def test_serve_shutdown_closes_connections_with_1001(kit: StreamKit) -> None:
         await ws.close()
 
     asyncio.run(scenario())
+
+
+def test_a_control_frame_nested_past_the_parsers_depth_is_traffic_not_a_crash(
+    kit: StreamKit, caplog: pytest.LogCaptureFixture
+) -> None:
+    """serve parses a message that starts with ``{"control"`` (at most 256 KiB) to see whether it is its
+    settings or stop request. One nested 5 000 deep (10 KB) made ``json.loads`` raise RecursionError, not
+    ValueError: the connection's handler died with a traceback ("connection handler failed"), the client
+    got 1011 and no connection_close line was logged. A client of serve (a page behind the broker's
+    proxy mode, whose frames pass byte for byte) could send it. It is traffic now, like any message that
+    is not a control frame, and the connection carries on."""
+
+    async def scenario() -> None:
+        plugins = kit.plugins()
+        async with kit.serve(plugins) as server, kit.connect(server, "fake-echo") as ws:
+            await _ready(ws)
+            deep = '{"control":"settings","settings":' + "[" * 5000 + "]" * 5000 + "}"
+            await ws.send(deep)
+            assert await ws.recv() == deep  # passed to the server, which echoes it
+            await ws.send('{"jsonrpc":"2.0","method":"marker"}')
+            assert json.loads(await ws.recv())["method"] == "marker"
+
+    with caplog.at_level(logging.INFO):
+        asyncio.run(scenario())
+    assert not [r for r in caplog.records if r.exc_info], "a traceback was logged"
