@@ -141,7 +141,7 @@ def parse_mint_body(body: bytes, content_type: str | None) -> MintRequest:
         raise BadMintRequest(413, "body_too_large", f"a ticket request is at most {MAX_MINT_BODY} bytes")
     try:
         data = json.loads(body)
-    except ValueError:
+    except (ValueError, RecursionError):  # nested past json's depth raises the second
         raise BadMintRequest(400, "bad_ticket_request", "the body is not valid JSON") from None
     if not isinstance(data, dict):
         raise BadMintRequest(

@@ -142,3 +142,13 @@ def test_where_a_request_presents_its_ticket() -> None:
     assert presented_ticket(["kandev-lsp.v1"], []) == PresentedTicket()
     assert select_subprotocol(["kandev-lsp.ticket.abc", SUBPROTOCOL]) == SUBPROTOCOL
     assert select_subprotocol(["kandev-lsp.ticket.abc"]) is None  # a ticket is never echoed
+
+
+def test_a_mint_body_nested_past_the_parsers_depth_is_a_400_not_a_crash() -> None:
+    """3 KB of brackets (within the 4 KiB body bound) made json.loads raise RecursionError, not
+    ValueError: the listener answered 500 internal_error and logged a traceback, for a request that had
+    not been authenticated yet (the body is read before the authorizer is asked)."""
+    body = b"[" * 1500 + b"]" * 1500
+    with pytest.raises(BadMintRequest) as refused:
+        parse_mint_body(body, "application/json")
+    assert (refused.value.status, refused.value.error) == (400, "bad_ticket_request")
