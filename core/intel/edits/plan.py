@@ -650,10 +650,12 @@ class _Planner:
                         f"the edit was refused: it renames or deletes the folder {folder.display} and also "
                         f"changes {path.display} inside it; split the change into separate edits"
                     )
+        # A file whose edits leave its text as it was (a rename to the name it has: pyright and tsserver
+        # answer one edit per use) is no change: nothing to preview, approve or write.
         files = [
             FileEdit(slot.file, slot.base or "", slot.content or "", slot.edits, slot.version)
             for slot in self._slots.values()
-            if slot.kind == "file" and slot.edits > 0
+            if slot.kind == "file" and slot.edits > 0 and slot.content != slot.base
         ]
         files.sort(key=lambda file_edit: file_edit.file.display)
         return EditPlan(

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from kandev_lsp.intel.edits import anchored
 from kandev_lsp.intel.edits.commit import DiskFileSystem, commit, disk_text
-from kandev_lsp.intel.edits.plan import EditPlan, plan_edit
+from kandev_lsp.intel.edits.plan import EditPlan, FileEdit, plan_edit
 from kandev_lsp.intel.errors import EditRejected
 from kandev_lsp.intel.files.workspace import Workspace
 from kandev_lsp.lsp.positions import PositionEncoding
@@ -339,10 +339,12 @@ def test_an_edit_that_changes_nothing_leaves_the_file_alone(ws: Workspace, root:
     path = root / "src" / "a.py"
     os.utime(path, ns=(1_000_000_000, 1_000_000_000))
     plan = _plan(ws, {"changes": {path.as_uri(): [_edit(0, 0, 0, 1, "a")]}})
-    assert plan.text_edit_count() == 1
-    outcome = commit(plan)
-    assert (outcome.status, outcome.written) == ("applied", ())
-    assert path.stat().st_mtime_ns == 1_000_000_000
+    assert plan.files == ()  # planning drops it (test_plan.py); the commit skips one built by hand too
+    planned = EditPlan((FileEdit(ws.resolve("src/a.py"), "a = 1\n", "a = 1\n", 1, None),), (), {})
+    for each in (plan, planned):
+        outcome = commit(each)
+        assert (outcome.status, outcome.written) == ("applied", ())
+        assert path.stat().st_mtime_ns == 1_000_000_000
 
 
 def test_a_plan_built_by_hand_is_checked_against_its_before_text(ws: Workspace, root: Path) -> None:

@@ -208,6 +208,21 @@ def _plan(
     return plan_edit(edit, ws, reader or Reader(), UTF16)
 
 
+def test_edits_that_leave_a_file_as_it_was_are_no_change(ws: Workspace) -> None:
+    """A rename to the name a symbol has (a trial: code_rename inc -> inc) is one edit per use, each
+    putting back the text it replaces: it previewed "needs approval: 3 edits in 2 files" with an empty
+    diff, and its approval "renamed → inc · 2 files", a receipt of 3 applied edits that changed nothing."""
+    same = {
+        "changes": {
+            _uri(ws, "src/a.py"): [_edit(0, 0, 0, 1, "a"), _edit(1, 0, 1, 1, "b")],
+            _uri(ws, "src/b.py"): [_edit(0, 12, 0, 13, "x")],
+        }
+    }
+    assert _plan(ws, same).files == ()
+    changed = {"changes": {**same["changes"], _uri(ws, "pkg/m.py"): [_edit(0, 0, 0, 1, "n")]}}
+    assert [item.file.display for item in _plan(ws, changed).files] == ["pkg/m.py"]
+
+
 def test_the_changes_shape_gives_one_file_edit_per_file_in_display_order(ws: Workspace) -> None:
     reader = Reader()
     plan = _plan(

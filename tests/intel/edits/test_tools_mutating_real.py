@@ -61,6 +61,13 @@ async def _python_checks(folder: Path, real_servers: RealServers, tag: str) -> N
             refused
         )
         assert _texts(folder) == before
+        # A rename to the name the symbol has changes nothing: no preview to approve, nothing written.
+        same = await call(
+            "code_rename", {"target": {"path": "lib.py", "symbol": "greet"}, "newName": "greet"}, SLOW
+        )
+        assert same["ok"] and same["changed"] is False and same["receipt"]["outcome"] == "unchanged", same
+        assert "transactionId" not in same and same["summary"] == "no changes", same
+        assert _texts(folder) == before
         # Cross-file rename, two steps: preview + transaction, then approval applies it.
         parked = await call(
             "code_rename", {"target": {"path": "lib.py", "symbol": "greet"}, "newName": "salute"}, SLOW
