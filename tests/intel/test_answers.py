@@ -77,11 +77,16 @@ def test_the_built_in_languages_say_what_a_nested_project_means() -> None:
             "no references · inferred project: open files and their imports only",
         ),
         (  # item 11: a file the baseline knew nothing of is counted, and the summary says it was not compared
-            {"ok": True, "status": "published_workspace", "counts": {"error": 5, "warning": 0},
+            {"ok": True, "status": "current", "counts": {"error": 5, "warning": 0},
              "delta": {"since": "b2", "counts": {"introduced": 4, "resolved": 0},
                        "withoutBaseline": ["src/n1.ts", "src/n2.ts", "src/n3.ts", "src/new.ts"]}},
             "5 errors, 0 warnings · since b2: 4 introduced, 0 resolved"
             " (4 files without a baseline: all counted as introduced)",
+        ),
+        (  # B6.13: a workspace read without activateWorkspace is what was published, never a clean bill
+            {"ok": True, "status": "published_workspace", "counts": {"error": 0, "warning": 0},
+             "coverage": {"kind": "partial", "filesWithDiagnostics": 1, "filesOpen": 1}},
+            "0 errors, 0 warnings (partial: as published for 1 file; activateWorkspace checks every file)",
         ),
         (  # items 1-2 and 11: a diagnostics summary says when it is not confirmed, and the delta
             {"ok": True, "status": "settling", "counts": {"error": 1, "warning": 0},

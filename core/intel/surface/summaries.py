@@ -260,6 +260,10 @@ def summarize(tool: str, result: Mapping[str, Any]) -> str:
         status = result.get("status")
         if status in ("settling", "quiet"):  # not the server's confirmed word on the code on disk
             line += f" ({status})"
+        elif status == "published_workspace":  # B6.13: what was published, never the whole workspace's word
+            published = _mapping(result.get("coverage")).get("filesWithDiagnostics")
+            files = f" for {plural(published, 'file')}" if isinstance(published, int) else ""
+            line += f" (partial: as published{files}; activateWorkspace checks every file)"
         unchecked = result.get("notChecked")
         if isinstance(unchecked, list) and unchecked:  # languages no server answered for
             names = ", ".join(str(_mapping(entry).get("language")) for entry in unchecked)
