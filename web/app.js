@@ -4,7 +4,9 @@
 // attached to its language server through a LeaseClient. Stop is remembered for the tab (K4.3).
 
 import { LeaseClient, TabValue } from './lease-client.js';
-import { Documents, MARKER_OWNER, TEXT_DOCUMENT_CAPABILITIES, registerProviders } from './monaco-lsp.js';
+import {
+  Documents, MARKER_OWNER, TEXT_DOCUMENT_CAPABILITIES, registerProviders, suppressBuiltIns,
+} from './monaco-lsp.js';
 
 const statusView = document.getElementById('status');
 const progressView = document.getElementById('progress');
@@ -66,6 +68,7 @@ const client = new LeaseClient({
     },
   }),
   onAttach: async ({ capabilities }) => {
+    suppressBuiltIns(monaco, config.languageId, capabilities);
     providers = registerProviders(monaco, config.languageId, capabilities, client, documents);
     documents.reopen();
   },

@@ -26,11 +26,13 @@ pytestmark = [pytest.mark.real_server, pytest.mark.network_registry]
 
 
 @contextlib.contextmanager
-def demo(environ: dict[str, str], launch: Sequence[str] = ()) -> Iterator[subprocess.Popen[str]]:
-    """``web/demo.py --quiet`` as a user starts it (behind ``launch``), its output piped; killed, and
-    everything carrying its tag reaped, whatever the test did."""
+def demo(
+    environ: dict[str, str], launch: Sequence[str] = (), arguments: Sequence[str] = ()
+) -> Iterator[subprocess.Popen[str]]:
+    """``web/demo.py --quiet [arguments]`` as a user starts it (behind ``launch``), its output piped;
+    killed, and everything carrying its tag reaped, whatever the test did."""
     with subprocess.Popen(
-        [*launch, sys.executable, str(WEB / "demo.py"), "--quiet"],
+        [*launch, sys.executable, str(WEB / "demo.py"), "--quiet", *arguments],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         env=environ,
@@ -116,3 +118,50 @@ def test_a_closed_terminal_or_an_ignored_sigint_still_stops_everything_the_demo_
         assert process.returncode == 0 and "Traceback" not in errors, errors
         assert processes_tagged(TAG, tag) == []
         assert list(temporary.glob("kandev-lsp-demo-*")) == []
+
+
+def test_a_typescript_file_shows_each_marker_once_the_servers_not_monacos_too(
+    chromium: Chromium, real_servers: RealServers, tmp_path: Path
+) -> None:
+    """``demo.py --language typescript --file main.ts``: Monaco runs a TypeScript worker of its own for
+    a typescript model, so every marker came twice (owner ``typescript``, the worker's, next to the
+    server's) and the hover and completion twice too. The page now turns off the built-ins the
+    attached server makes redundant (K2.3), diagnostics included."""
+    workspace = tmp_path / "task"
+    workspace.mkdir()
+    (workspace / "tsconfig.json").write_text('{"compilerOptions": {"strict": true}}\n')
+    (workspace / "main.ts").write_text(
+        'export function greet(name: string): string {\n  return "hi " + name;\n}\n'
+        'export const n: number = greet("a");\n'
+    )
+    tag = uuid.uuid4().hex
+    environ = {
+        **{key: value for key, value in os.environ.items() if not key.startswith("KANDEV_")},
+        **real_servers.overrides(),  # the installed typescript-language-server
+        TAG: tag,
+    }
+    arguments = ["--workspace", str(workspace), "--file", "main.ts", "--language", "typescript"]
+    with demo(environ, arguments=arguments) as process:
+        assert process.stdout is not None and process.stderr is not None
+        line = json.loads(process.stdout.readline() or "{}")
+        assert line.get("event") == "listening", process.stderr.read()
+
+        async def scenario() -> None:
+            async with Cdp.connect(chromium.devtools_url) as cdp:
+                page = await Page.open(cdp)
+                try:
+                    await page.goto(line["url"])
+                    assert await state(page, "ready") == "ready"
+                    [[marked, message]] = await markers(page)  # the server's, on the last line
+                    assert marked == 4 and "not assignable to type 'number'" in message
+                    await asyncio.sleep(1.5)  # Monaco's worker validates 0.5 s after a change
+                    owners = await page.evaluate("monaco.editor.getModelMarkers({}).map(m => m.owner)")
+                    assert owners == ["kandev-lsp"], owners
+                finally:
+                    await page.close()
+
+        asyncio.run(scenario())
+        process.send_signal(signal.SIGINT)
+        _, errors = process.communicate(timeout=60)
+        assert process.returncode == 0, errors
+        assert processes_tagged(TAG, tag) == []
