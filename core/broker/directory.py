@@ -168,7 +168,7 @@ def parse_directory(text: str) -> DirectoryContents:
     """
     try:
         data: Any = json.loads(text)
-    except ValueError as exc:
+    except (ValueError, RecursionError) as exc:  # nested past json's depth raises the second
         raise DirectoryFileError(f"not valid JSON ({exc})") from None
     if not isinstance(data, dict):
         raise DirectoryFileError('expected an object with "sessions" and "executions"')

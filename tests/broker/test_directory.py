@@ -106,6 +106,11 @@ def test_the_file_is_re_read_when_it_changes_and_a_bad_edit_keeps_the_last_good(
     _write(path, "{ broken", 3_000_000_000)
     assert directory.resolve("s1").id == "x2"
     assert directory.problem is not None and "not valid JSON" in directory.problem
+    # Nested past json's depth: RecursionError, not ValueError, went up through resolve() into the
+    # route's connection handler (a traceback, every client of every session refused) instead.
+    _write(path, "[" * 5000 + "]" * 5000, 3_500_000_000)
+    assert directory.resolve("s1").id == "x2"
+    assert directory.problem is not None and "not valid JSON" in directory.problem
     assert "keeping its last good contents" in caplog.text
 
     _write(path, _text({"x3": GOOD}, {"s1": "x3"}), 4_000_000_000)
