@@ -226,3 +226,55 @@ def test_a_bound_publication_before_pyright_reports_its_check_is_not_current(
     assert published[:1] == [0] and published[-1] == 1, published  # the scenario: bound, then checked
     assert result["status"] == "current", result
     assert _errors(result) == [len(text.splitlines())], result
+
+
+async def _pulled_then_edited(
+    folder: Path, real_servers: RealServers, tag: str, quiet: set[str]
+) -> tuple[Any, ...]:
+    async with _service(folder, real_servers, tag) as service:
+        first = await service.dispatch("code_diagnostics", {"path": "src/app.ts"}, SLOW)
+        second = await service.dispatch("code_diagnostics", {"path": "src/other.ts"}, SLOW)
+        # app.ts since the answer about other.ts: it was answered just before, and nothing changed since
+        since = await service.dispatch("code_diagnostics", {"path": "src/app.ts", "since": "last"}, SLOW)
+        quiet.clear()  # from the edit on, every publication comes through
+        insert = {
+            "target": {"path": "src/other.ts", "line": 1},
+            "position": "after",
+            "text": "export const z = 1;\n",
+        }
+        applied = await service.dispatch("code_insert", insert, IntelContext(deadline=60, auto_approve=True))
+        return first, second, since, applied
+
+
+def test_what_a_pull_answered_is_the_baseline_of_typescript_files_it_never_published(
+    tmp_path: Path, real_servers: RealServers, tag: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """typescript-language-server's diagnostics are pulled, and its own check, which each pull cancels,
+    may never publish the file; baselines held its publications only. A trial's code_insert into one
+    file answered "1 error introduced elsewhere": the other file's old error, which kandev-lsp had
+    answered a second before; a since of another file answered just before counted its old errors
+    as introduced. Here app.ts's publications are held back until the edit (fault injection: the order a
+    loaded machine gives), so the baselines have only the pulls to go by."""
+    from kandev_lsp.lsp.endpoint import Endpoint
+
+    quiet = {"/src/app.ts"}
+    receive = Endpoint.receive_message
+
+    def unpublished(self: Endpoint, message: Any, now: float) -> Any:
+        if message.get("method") == "textDocument/publishDiagnostics" and any(
+            str(message["params"].get("uri", "")).endswith(path) for path in quiet
+        ):
+            return []
+        return receive(self, message, now)
+
+    monkeypatch.setattr(Endpoint, "receive_message", unpublished)
+    folder = write(tmp_path / "pulled", TYPESCRIPT).resolve()
+    first, second, since, applied = asyncio.run(_pulled_then_edited(folder, real_servers, tag, quiet))
+    assert (first["status"], _errors(first)) == ("current", [1]), first
+    assert (second["status"], _errors(second)) == ("current", [1]), second
+    assert "withoutBaseline" not in since["delta"], since["delta"]
+    assert since["delta"]["counts"]["introduced"] == 0, since["delta"]
+    assert applied["ok"] and applied["applied"], applied
+    elsewhere = applied["receipt"]["diagnostics"]["elsewhere"]
+    assert elsewhere["counts"]["introduced"] == 0 and elsewhere["withoutBaseline"] == 0, elsewhere
+    assert "introduced elsewhere" not in applied["summary"], applied["summary"]

@@ -58,7 +58,6 @@ from kandev_lsp.intel.errors import IntelError
 from kandev_lsp.intel.files.regular import read_regular
 from kandev_lsp.intel.files.workspace import Workspace, WorkspaceFile
 from kandev_lsp.intel.reading.problems import file_problems
-from kandev_lsp.intel.reading.snapshots import Publication
 from kandev_lsp.intel.reading.tools import PUBLISH_WAIT, QUIET
 from kandev_lsp.intel.runtime.executor import Deadline, ProviderUnavailable
 from kandev_lsp.intel.runtime.notices import NO_SERVER
@@ -482,18 +481,28 @@ class MutationCoordinator:
         )
         return result
 
-    def _published(self) -> dict[int, dict[str, Publication]]:
-        """Every running server's published diagnostics now (id(server) -> URI -> publication): the
-        baseline of the files the edit does not touch (trial finding A)."""
-        return {
-            id(server): dict(server.client.endpoint.diagnostics.snapshot())
-            for server in self.pool.servers
-            if not server.client.closed
-        }
+    def _published(self) -> dict[int, dict[str, Sequence[Any]]]:
+        """Every running server's diagnostics now (id(server) -> URI -> diagnostics): the baseline of the
+        files the edit does not touch (trial finding A). What it published, and where a pull answered
+        since for the text it still has, that pull: typescript-language-server had never published a
+        file kandev-lsp's pulls had answered (each pull cancels its own check), so that file's old error
+        counted as introduced elsewhere by an edit of another file (a round-3 trial)."""
+        known: dict[int, dict[str, Sequence[Any]]] = {}
+        for server in self.pool.servers:
+            if server.client.closed:
+                continue
+            snapshot = server.client.endpoint.diagnostics.snapshot()
+            found: dict[str, Sequence[Any]] = {uri: entry.diagnostics for uri, entry in snapshot.items()}
+            for uri, pulled in self._reader.current_pulls(server).items():
+                published = snapshot.get(uri)
+                if published is None or published.received_at <= pulled.received_at:
+                    found[uri] = pulled.diagnostics
+            known[id(server)] = found
+        return known
 
     async def _elsewhere(
         self,
-        before: Mapping[int, Mapping[str, Publication]],
+        before: Mapping[int, Mapping[str, Sequence[Any]]],
         since: float,
         touched: set[str],
         deadline: Deadline,
@@ -534,7 +543,7 @@ class MutationCoordinator:
                 later[found.display] = list(entry.diagnostics)
                 old = known.get(uri)
                 if old is not None:
-                    earlier[found.display] = list(old.diagnostics)
+                    earlier[found.display] = list(old)
         return elsewhere_delta(earlier, later)
 
     async def _revalidate(self, pending: PendingMutation) -> list[str]:

@@ -126,6 +126,8 @@ class LspReadTools:
         self.baselines = Baselines()
         #: One source file per language found in each root (workspace symbols start their servers).
         self._languages: dict[str, list[str]] = {}
+        #: Each server's latest pulled report per URI (id(server) -> URI -> report), newest last.
+        self._pulls: dict[int, dict[str, _Pulled]] = {}
 
     # -- shared steps --------------------------------------------------------------------------------------
     async def _ask(
@@ -891,7 +893,12 @@ class LspReadTools:
         problems: dict[str, list[Any]] = {}
         for server in self.pool.servers:
             if tsserver.offers_pull(server.capabilities):
-                continue  # typescript-language-server's publications are not final: only pulls count
+                # typescript-language-server's publications are not final: only pulls count
+                for uri, pulled in self.current_pulls(server).items():
+                    found = self.workspace.try_uri(uri)
+                    if isinstance(found, WorkspaceFile):
+                        problems[found.display] = list(pulled.diagnostics)
+                continue
             activity = server.activity()
             for uri, entry in server.client.endpoint.diagnostics.snapshot().items():
                 found = self.workspace.try_uri(uri)
@@ -940,13 +947,13 @@ class LspReadTools:
                 server, "textDocument/diagnostic", {"textDocument": {"uri": uri}}, deadline, ctx, warmup=False
             )
             items = value.get("items") if isinstance(value, dict) else None
-            pulled = _Pulled(document.version, tuple(items or ()), server.client.now())
+            pulled = self._pulled(server, uri, document.version, tuple(items or ()))
             freshness = self.freshness(server, document.file, document.version, pulled, pulled=True)
             return FileDiagnostics(document.file, document.version, pulled, document, freshness)
         if tsserver.offers_pull(server.capabilities):
             found = await self._tsserver_diagnostics(server, uri, deadline, ctx)
             if found is not None:
-                pulled = _Pulled(document.version, tuple(found), server.client.now())
+                pulled = self._pulled(server, uri, document.version, tuple(found))
                 freshness = self.freshness(server, document.file, document.version, pulled, pulled=True)
                 return FileDiagnostics(document.file, document.version, pulled, document, freshness)
         store = server.client.endpoint.diagnostics
@@ -964,6 +971,35 @@ class LspReadTools:
             ):
                 return FileDiagnostics(document.file, document.version, entry, document, freshness)
             await asyncio.sleep(POLL)
+
+    def _pulled(
+        self, server: ManagedServer, uri: str, version: int | None, found: tuple[Any, ...]
+    ) -> _Pulled:
+        """A pull's answer, kept as the file's latest word until its text changes (:meth:`current_pulls`)."""
+        pulled = _Pulled(version, found, server.client.now())
+        pulls = self._pulls.setdefault(id(server), {})
+        pulls.pop(uri, None)
+        pulls[uri] = pulled
+        if len(pulls) > MAX_KEPT_PULLS:  # the oldest go first
+            del pulls[next(iter(pulls))]
+        return pulled
+
+    def current_pulls(self, server: ManagedServer) -> dict[str, _Pulled]:
+        """The pulls of ``server``'s files that are still its word on them (URI -> report): the file is
+        open at the version pulled, and nothing changed since, by the freshness rule. A server that is
+        pulled (typescript-language-server, one offering textDocument/diagnostic) may never publish the
+        file, so this is what it said of it: a baseline for a later ``since`` and a mutation's
+        "elsewhere"."""
+        documents, activity = server.client.endpoint.documents, server.activity()
+        kept: dict[str, _Pulled] = {}
+        for uri, pulled in self._pulls.get(id(server), {}).items():
+            version = documents.current(uri)
+            found = self.workspace.try_uri(uri)
+            if version is None or version != pulled.version or not isinstance(found, WorkspaceFile):
+                continue
+            if self.freshness(server, found, version, pulled, pulled=True, activity=activity).final:
+                kept[uri] = pulled
+        return kept
 
     async def _tsserver_diagnostics(
         self, server: ManagedServer, uri: str, deadline: Deadline, ctx: IntelContext
@@ -1055,6 +1091,8 @@ _NOTHING_ACTIVATED: Final = (
 )
 #: Files a ``since`` delta compares at most besides the call's scope.
 MAX_DELTA_FILES: Final = 100
+#: Pulled reports kept per server (the newest), for baselines and receipts (:meth:`current_pulls`).
+MAX_KEPT_PULLS: Final = 4096
 
 
 def _delta(
