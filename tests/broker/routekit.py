@@ -10,7 +10,7 @@ import json
 import shutil
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
 import pytest
 from kandev_lsp.broker.auth import Authorizer, BearerAuthorizer
@@ -77,6 +77,16 @@ async def real_serve(
     )
     async with server:
         yield server
+
+
+#: The ready frame a stand-in serve sends: a go server on ``/w`` that takes settings and stop frames.
+READY_FRAME: Final = {
+    "status": "ready",
+    "language": "go",
+    "workspacePath": "/w",
+    "workspaceUri": "file:///w",
+    "controls": ["settings", "stop"],
+}
 
 
 def execution_for(url: str, executor: str = "local", execution_id: str = "x1") -> Execution:
@@ -223,14 +233,7 @@ async def fake_upstream(behaviour: str, record: list[dict[str, Any]] | None = No
                     await ws.close(1001, "going away")
                     return
             await ws.send(json.dumps({"status": "installed", "language": "go"}))
-        ready = {
-            "status": "ready",
-            "language": "go",
-            "workspacePath": "/w",
-            "workspaceUri": "file:///w",
-            "controls": ["settings", "stop"],
-        }
-        await ws.send(json.dumps(ready))
+        await ws.send(json.dumps(READY_FRAME))
         if behaviour == "flood":
             log = {"type": 3, "message": "x" * (1024 * 1024)}
             for _ in range(64):

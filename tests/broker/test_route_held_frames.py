@@ -10,7 +10,7 @@ import json
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
-from routekit import attached, closed_with
+from routekit import READY_FRAME, attached, closed_with
 from websockets.asyncio.server import ServerConnection, serve
 
 
@@ -28,8 +28,7 @@ async def installing_upstream(done: asyncio.Event, received: list[str]) -> Async
             installed.cancel()
             return
         await ws.send(json.dumps({"status": "installed", "language": "go"}))
-        ready = {"status": "ready", "language": "go", "workspacePath": "/w", "workspaceUri": "file:///w"}
-        await ws.send(json.dumps({**ready, "controls": ["settings", "stop"]}))
+        await ws.send(json.dumps(READY_FRAME))
         async for raw in ws:
             received.append(str(raw))
             message = json.loads(raw)

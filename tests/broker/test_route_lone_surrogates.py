@@ -19,7 +19,18 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 from kandev_lsp.testing import processes_tagged
-from routekit import TAG, SpyDirectory, attached, broker, client, execution_for, ready, real_serve, request
+from routekit import (
+    READY_FRAME,
+    TAG,
+    SpyDirectory,
+    attached,
+    broker,
+    client,
+    execution_for,
+    ready,
+    real_serve,
+    request,
+)
 from test_route_real_pyright import next_frame
 from websockets.asyncio.server import ServerConnection, serve
 
@@ -88,17 +99,7 @@ def test_a_server_message_with_a_lone_surrogate_reaches_the_page_and_the_upstrea
     received: list[str] = []
 
     async def upstream(ws: ServerConnection) -> None:
-        await ws.send(
-            json.dumps(
-                {
-                    "status": "ready",
-                    "language": "go",
-                    "workspacePath": "/w",
-                    "workspaceUri": "file:///w",
-                    "controls": ["settings", "stop"],
-                }
-            )
-        )
+        await ws.send(json.dumps(READY_FRAME))
         async for raw in ws:
             assert isinstance(raw, str)
             received.append(raw)

@@ -17,7 +17,7 @@ import logging
 from typing import Any
 
 import pytest
-from routekit import attached, closed_with, fake_upstream, initialize, ready, request
+from routekit import READY_FRAME, attached, closed_with, fake_upstream, initialize, ready, request
 from test_route_real_pyright import next_frame
 from websockets.asyncio.server import ServerConnection, serve
 
@@ -59,17 +59,7 @@ def test_a_server_message_the_parser_refuses_is_skipped_and_the_lease_reads_on(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     async def upstream(ws: ServerConnection) -> None:
-        await ws.send(
-            json.dumps(
-                {
-                    "status": "ready",
-                    "language": "go",
-                    "workspacePath": "/w",
-                    "workspaceUri": "file:///w",
-                    "controls": ["settings", "stop"],
-                }
-            )
-        )
+        await ws.send(json.dumps(READY_FRAME))
         async for raw in ws:
             message = json.loads(raw)
             if message.get("control") == "stop":
