@@ -47,23 +47,32 @@ def demo(
             reap(environ[TAG])
 
 
+def demo_environment(tag: str, extra: dict[str, str]) -> dict[str, str]:
+    """This process's environment less kandev-lsp's own variables, with ``extra`` and the tag every
+    process the demo starts inherits."""
+    kept = {key: value for key, value in os.environ.items() if not key.startswith("KANDEV_")}
+    return {**kept, **extra, TAG: tag}
+
+
+def listening(process: subprocess.Popen[str]) -> dict[str, str]:
+    """The demo's first line, its ``listening`` event with the page's URL (its stderr when it is not)."""
+    assert process.stdout is not None and process.stderr is not None
+    line = json.loads(process.stdout.readline() or "{}")
+    assert line.get("event") == "listening", process.stderr.read()
+    return dict(line)
+
+
 def test_the_demo_prints_a_url_whose_page_shows_a_marker_and_ctrl_c_stops_everything(
     chromium: Chromium, real_servers: RealServers
 ) -> None:
     tag = uuid.uuid4().hex
-    environ = {
-        **{key: value for key, value in os.environ.items() if not key.startswith("KANDEV_")},
-        **real_servers.overrides(),  # the installed pyright, found in this HOME's managed cache
-        TAG: tag,  # every process the demo starts inherits it
-    }
+    environ = demo_environment(tag, real_servers.overrides())  # the installed pyright, in its HOME's cache
     with demo(environ) as process:
         _run_the_demo(process, chromium, tag)
 
 
 def _run_the_demo(demo: subprocess.Popen[str], chromium: Chromium, tag: str) -> None:
-    assert demo.stdout is not None and demo.stderr is not None
-    line = json.loads(demo.stdout.readline() or "{}")
-    assert line.get("event") == "listening", demo.stderr.read()
+    line = listening(demo)
 
     async def scenario() -> None:
         async with Cdp.connect(chromium.devtools_url) as cdp:
@@ -102,15 +111,9 @@ def test_a_closed_terminal_or_an_ignored_sigint_still_stops_everything_the_demo_
     tag = uuid.uuid4().hex
     temporary = tmp_path / "tmp"
     temporary.mkdir()
-    environ = {
-        **{key: value for key, value in os.environ.items() if not key.startswith("KANDEV_")},
-        "TMPDIR": str(temporary),  # where the demo keeps the tokens
-        TAG: tag,
-    }
+    environ = demo_environment(tag, {"TMPDIR": str(temporary)})  # where the demo keeps the tokens
     with demo(environ, launch) as process:
-        assert process.stdout is not None and process.stderr is not None
-        line = json.loads(process.stdout.readline() or "{}")
-        assert line.get("event") == "listening", process.stderr.read()
+        listening(process)
         assert len(processes_tagged(TAG, tag)) >= 4  # the demo, serve, the broker, the backend
         assert list(temporary.glob("kandev-lsp-demo-*"))
         process.send_signal(signum)
@@ -135,16 +138,10 @@ def test_a_typescript_file_shows_each_marker_once_the_servers_not_monacos_too(
         'export const n: number = greet("a");\n'
     )
     tag = uuid.uuid4().hex
-    environ = {
-        **{key: value for key, value in os.environ.items() if not key.startswith("KANDEV_")},
-        **real_servers.overrides(),  # the installed typescript-language-server
-        TAG: tag,
-    }
+    environ = demo_environment(tag, real_servers.overrides())  # the installed typescript-language-server
     arguments = ["--workspace", str(workspace), "--file", "main.ts", "--language", "typescript"]
     with demo(environ, arguments=arguments) as process:
-        assert process.stdout is not None and process.stderr is not None
-        line = json.loads(process.stdout.readline() or "{}")
-        assert line.get("event") == "listening", process.stderr.read()
+        line = listening(process)
 
         async def scenario() -> None:
             async with Cdp.connect(chromium.devtools_url) as cdp:

@@ -120,9 +120,9 @@ def test_typescript_diagnostics_after_a_plain_write_and_of_a_fresh_file(
     asyncio.run(_typescript(folder, real_servers, tag))
 
 
-def _slow_importer(groups: int) -> str:
-    """A module pyright takes seconds to check (inferred comprehension types), importing utils."""
-    lines = ["from utils import make_str", "", "LABEL = make_str(0)", ""]
+def _slow_functions(groups: int) -> list[str]:
+    """``groups`` functions pyright takes long to check (inferred comprehension types), as lines."""
+    lines: list[str] = []
     for i in range(groups):
         lines += [
             f"def f{i}(x: int, y: list[dict[str, int]]) -> list[int]:",
@@ -130,7 +130,12 @@ def _slow_importer(groups: int) -> str:
             "    return sorted(len(v) for v in z.values())",
             "",
         ]
-    return "\n".join(lines)
+    return lines
+
+
+def _slow_importer(groups: int) -> str:
+    """A module pyright takes seconds to check (inferred comprehension types), importing utils."""
+    return "\n".join(["from utils import make_str", "", "LABEL = make_str(0)", "", *_slow_functions(groups)])
 
 
 async def _busy(folder: Path, real_servers: RealServers, tag: str) -> tuple[dict[str, Any], float, float]:
@@ -166,15 +171,7 @@ def test_a_caller_is_awaited_while_pyright_checks_another_importer(
 
 def _late_checked(groups: int) -> str:
     """A module pyright takes seconds to check, whose one error, on its last line, only the check finds."""
-    lines = []
-    for i in range(groups):
-        lines += [
-            f"def f{i}(x: int, y: list[dict[str, int]]) -> list[int]:",
-            f"    z = {{k: [v * {i} for v in range(x)] for k, v in enumerate(y)}}",
-            "    return sorted(len(v) for v in z.values())",
-            "",
-        ]
-    return "\n".join([*lines, 'WRONG: int = "not an int"', ""])
+    return "\n".join([*_slow_functions(groups), 'WRONG: int = "not an int"', ""])
 
 
 #: The workspace-symbols call opens aaa.py (the first file of its language) and has pyright bind every
