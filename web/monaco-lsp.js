@@ -110,33 +110,33 @@ export class Documents {
   }
 }
 
-/** Register the providers `capabilities` advertises; returns what to dispose on detach. */
+/**
+ * The server capabilities this page registers Monaco providers for (registerProviders), with the mode
+ * key of Monaco's own TypeScript worker feature each one replaces.
+ */
+const PROVIDED_MODES = {
+  hoverProvider: 'hovers',
+  definitionProvider: 'definitions',
+  completionProvider: 'completionItems',
+};
+
 /**
  * Monaco's own language features that the attached server makes redundant, turned off (K2.3): for
  * TypeScript and JavaScript Monaco runs a TypeScript worker of its own, so without this every marker and
- * hover came twice (the worker's and the server's), and completion listed both. A feature the server
- * offers replaces the built-in one; diagnostics always do (the server publishes them). Other languages
- * have no such built-ins in Monaco's min/vs.
+ * hover came twice (the worker's and the server's), and completion listed both. A feature this page
+ * registers from the server's capabilities (PROVIDED_MODES) replaces the built-in one; diagnostics always
+ * do (the server publishes them); every other built-in (references, rename, outline, ...) stays, since
+ * this page registers nothing in its place. Other languages have no such built-ins in Monaco's min/vs.
  */
 export function suppressBuiltIns(monaco, languageId, capabilities) {
   const defaults = { typescript: 'typescriptDefaults', javascript: 'javascriptDefaults' }[languageId];
   const builtIns = defaults && monaco.languages.typescript?.[defaults];
   if (!builtIns) return;
-  const served = (provider) => !capabilities[provider];  // keep a built-in only where the server has none
-  builtIns.setModeConfiguration({
-    ...builtIns.modeConfiguration,
-    completionItems: served('completionProvider'),
-    hovers: served('hoverProvider'),
-    definitions: served('definitionProvider'),
-    references: served('referencesProvider'),
-    documentHighlights: served('documentHighlightProvider'),
-    documentSymbols: served('documentSymbolProvider'),
-    rename: served('renameProvider'),
-    signatureHelp: served('signatureHelpProvider'),
-    codeActions: served('codeActionProvider'),
-    inlayHints: served('inlayHintProvider'),
-    diagnostics: false,
-  });
+  const modes = { ...builtIns.modeConfiguration, diagnostics: false };
+  for (const [provider, mode] of Object.entries(PROVIDED_MODES)) {
+    modes[mode] = !capabilities[provider];  // keep a built-in only where the server has none
+  }
+  builtIns.setModeConfiguration(modes);
   // The worker's own validation is off too (its options, not the mode, govern it); changing them
   // revalidates, which clears what it had marked before the server attached.
   builtIns.setDiagnosticsOptions({
@@ -147,6 +147,7 @@ export function suppressBuiltIns(monaco, languageId, capabilities) {
   });
 }
 
+/** Register the providers `capabilities` advertises (PROVIDED_MODES); returns what to dispose on detach. */
 export function registerProviders(monaco, languageId, capabilities, lsp, documents) {
   const registered = [];
   const where = (model, position) => ({

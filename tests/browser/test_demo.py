@@ -154,6 +154,14 @@ def test_a_typescript_file_shows_each_marker_once_the_servers_not_monacos_too(
                     await asyncio.sleep(1.5)  # Monaco's worker validates 0.5 s after a change
                     owners = await page.evaluate("monaco.editor.getModelMarkers({}).map(m => m.owner)")
                     assert owners == ["kandev-lsp"], owners
+                    # What the page registers from the server replaces the worker's; the rest stays
+                    # (references, rename, outline: the page has no provider of its own for them).
+                    modes = await page.evaluate(
+                        "monaco.languages.typescript.typescriptDefaults.modeConfiguration"
+                    )
+                    replaced = {"hovers", "definitions", "completionItems", "diagnostics"}
+                    kept = {"references", "rename", "documentSymbols", "signatureHelp", "codeActions"}
+                    assert {mode for mode in replaced | kept if modes[mode]} == kept, modes
                 finally:
                     await page.close()
 
