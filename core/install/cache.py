@@ -74,9 +74,10 @@ class ServerCache:
         self.lock_path = self.folder / LOCK_NAME
 
     def prepare(self) -> None:
-        """Create the language's folders (the lock file lives in them)."""
-        self.versions.mkdir(parents=True, exist_ok=True)
+        """Create the language's folders (the lock file lives in them), refusing first when one of them is
+        a link (:meth:`check_own_folders`), so nothing is created through it either."""
         self.check_own_folders()
+        self.versions.mkdir(parents=True, exist_ok=True)
 
     def check_own_folders(self) -> None:
         """Refuse to change anything when the language's folder or its ``versions/`` is a symbolic link.

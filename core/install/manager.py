@@ -460,6 +460,7 @@ class InstallManager:
         if root is None or language not in cached_languages(root):
             return False  # names come from the folder listing, so a language is never a path
         cache = ServerCache(root, language)
+        cache.check_own_folders()  # before the lock, whose file would be created through a linked folder
         try:
             async with hold_file_lock(cache.lock_path):
                 return cache.remove_all()

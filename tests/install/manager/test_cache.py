@@ -180,6 +180,19 @@ def test_nothing_is_deleted_through_a_linked_cache_folder(tmp_path: Path, linked
     assert kept == ["keep", "versions", "versions/.staging-keep", "versions/keep"]
 
 
+def test_prepare_creates_nothing_through_a_linked_language_folder(tmp_path: Path) -> None:
+    """The refusal comes before the folders are made: before, ``versions/`` was created in whatever the
+    linked language folder led to, and only then refused."""
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    cache = ServerCache(tmp_path / "cache", "fakego")
+    cache.folder.parent.mkdir()
+    cache.folder.symlink_to(elsewhere)
+    with pytest.raises(InstallError, match=r"is a symbolic link .* Remove the link"):
+        cache.prepare()
+    assert list(elsewhere.iterdir()) == []
+
+
 def test_cached_languages_ignores_the_flat_layout_of_older_task_hosts(tmp_path: Path) -> None:
     (tmp_path / "node_modules" / ".bin").mkdir(parents=True)
     (tmp_path / "typescript" / "versions").mkdir(parents=True)

@@ -162,6 +162,23 @@ def test_uninstall_removes_every_version_and_the_resolver_stops_finding_it(world
     assert asyncio.run(manager.uninstall("../../etc", world.task())) is False
 
 
+def test_uninstall_takes_no_lock_through_a_linked_language_folder(
+    world: Any, kit: Any, tmp_path: Path
+) -> None:
+    """The lock file lives in the language's folder: through a link, taking the lock created ``.lock`` in
+    the folder it led to before the refusal; now the refusal comes first and that folder is unchanged."""
+    elsewhere = tmp_path / "elsewhere"
+    (elsewhere / "versions" / "keep").mkdir(parents=True)
+    world.cache.mkdir(parents=True, exist_ok=True)
+    (world.cache / "fakego").symlink_to(elsewhere)
+    with pytest.raises(InstallError, match=r"is a symbolic link .* Remove the link"):
+        asyncio.run(InstallManager(kit.plugin_host(kit.go_spec())).uninstall("fakego", world.task()))
+    assert sorted(str(p.relative_to(elsewhere)) for p in elsewhere.rglob("*")) == [
+        "versions",
+        "versions/keep",
+    ]
+
+
 def test_installed_reports_a_missing_binary_and_a_language_no_plugin_declares(world: Any, kit: Any) -> None:
     host = kit.plugin_host(kit.go_spec())
     install(world, host)
