@@ -121,12 +121,13 @@ class BrokerConfig:
     ticket_capacity: int = DEFAULT_TICKET_CAPACITY
 
 
-#: What a non-browser client presenting a bad ticket is told (a page gets close 4401 ``unauthorized``).
+#: What a browser offering subprotocols but not :data:`SUBPROTOCOL` is told (close 4400).
 _BAD_SUBPROTOCOL: Final = "bad_subprotocol"
 _BAD_SUBPROTOCOL_MESSAGE: Final = (
     f"offer the subprotocol {SUBPROTOCOL} (next to kandev-lsp.ticket.<ticket>): a browser fails a handshake "
     "that selects none of the values it offered"
 )
+#: What a non-browser client presenting a bad ticket is told (a page gets close 4401 ``unauthorized``).
 _TICKET_REFUSED: Final = (
     "the ticket is unknown, expired, already used, or minted for another session or language; "
     "mint a new one (POST /lsp/tickets) for each connection"
@@ -363,7 +364,7 @@ class BrokerServer:
             # a page retries): refused, and _select_subprotocol echoes its own value back so it reads the
             # close. Its ticket is spent first: the echoed value is then good for nothing.
             if presented.value is not None:
-                self.tickets.redeem(presented.value, "", None, None)
+                self.tickets.discard(presented.value)
             return Refusal(HTTPStatus.BAD_REQUEST, _BAD_SUBPROTOCOL, _BAD_SUBPROTOCOL_MESSAGE), {
                 "error": _BAD_SUBPROTOCOL
             }

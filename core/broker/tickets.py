@@ -307,6 +307,10 @@ class TicketBook:
             return RedeemFailure.MISMATCH
         return grant
 
+    def discard(self, ticket: str) -> None:
+        """Spend ``ticket`` unused (its request is refused for another reason): never valid again."""
+        self._outstanding.pop(_digest(ticket), None)
+
     def _prune(self) -> None:
         now = self._clock()
         while self._outstanding:
