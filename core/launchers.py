@@ -52,24 +52,29 @@ class NpmLaunch:
     refusal: str | None = None
 
 
+def _shebang(head: bytes) -> tuple[bool, list[str]]:
+    """Of a file starting with ``head``: whether its ``#!`` line runs ``env``, and the interpreter and
+    arguments it names (after env's own options and assignments); no ``#!`` line: ``(False, [])``."""
+    if not head.startswith(b"#!"):
+        return False, []
+    words = head[2:].split(b"\n", 1)[0].decode("utf-8", "replace").replace("\\", "/").split()
+    if words and words[0].rsplit("/", 1)[-1] == "env":
+        return True, [word for word in words[1:] if not word.startswith("-") and "=" not in word]
+    return False, words
+
+
 def runs_on_node(head: bytes) -> bool:
     """Whether a file starting with ``head`` is a script for node: ``#!/usr/bin/env node``,
     ``#!/usr/bin/env -S node --flag``, ``#!/opt/node/bin/node``."""
-    if not head.startswith(b"#!"):
-        return False
-    words = head[2:].split(b"\n", 1)[0].decode("utf-8", "replace").replace("\\", "/").split()
-    if not words:
-        return False
-    if words[0].rsplit("/", 1)[-1] == "env":
-        words = [word for word in words[1:] if not word.startswith("-") and "=" not in word]
+    _, words = _shebang(head)
     return bool(words) and words[0].rsplit("/", 1)[-1].lower() in _NODE_NAMES
 
 
 def looks_node_up(head: bytes) -> bool:
     """Whether a file starting with ``head`` is a node script whose interpreter ``env`` finds on the PATH
     (``#!/usr/bin/env node``), rather than one naming its node by absolute path."""
-    words = head[2:].split(b"\n", 1)[0].split() if head.startswith(b"#!") else []
-    return bool(words) and words[0].replace(b"\\", b"/").rsplit(b"/", 1)[-1] == b"env" and runs_on_node(head)
+    through_env, _ = _shebang(head)
+    return through_env and runs_on_node(head)
 
 
 def is_node_script(path: str, probe: FileProbe) -> bool:
@@ -104,10 +109,7 @@ def npm_launch(launcher: str, real_launcher: str, gate: WorkspaceGate) -> NpmLau
     refused = gate.refusal(checked.real_path or probe.real_path(script))
     if refused:
         return NpmLaunch(refusal=f"its script {script} is {refused}")
-    node, note = _node(receipt.interpreter if receipt is not None else None, gate)
-    if node is None:
-        return NpmLaunch(refusal=note)
-    return NpmLaunch((node, script), f"runs as {node} {script} ({note})")
+    return _on_node(script, receipt.interpreter if receipt is not None else None, gate)
 
 
 def path_launch(real_path: str, gate: WorkspaceGate) -> NpmLaunch | None:
@@ -119,10 +121,16 @@ def path_launch(real_path: str, gate: WorkspaceGate) -> NpmLaunch | None:
     ``.cmd`` shims)."""
     if gate.env.host.is_windows or not looks_node_up(gate.probe.read_head(real_path, _HEAD) or b""):
         return None
-    node, note = _node(None, gate)
+    return _on_node(real_path, None, gate)
+
+
+def _on_node(script: str, recorded: str | None, gate: WorkspaceGate) -> NpmLaunch:
+    """``script`` started by the node :func:`_node` picks (the ``recorded`` one, else the trusted lookup's),
+    or refused when there is none."""
+    node, note = _node(recorded, gate)
     if node is None:
         return NpmLaunch(refusal=note)
-    return NpmLaunch((node, real_path), f"runs as {node} {real_path} ({note})")
+    return NpmLaunch((node, script), f"runs as {node} {script} ({note})")
 
 
 def _node(recorded: str | None, gate: WorkspaceGate) -> tuple[str | None, str]:

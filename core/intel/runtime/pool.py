@@ -566,11 +566,11 @@ class ManagedServer:
         last = max((entry.received_at for entry in entries), default=None)
         progress = self.client.endpoint.progress
         now = self.client.now()
-        starting = sum(1 for at in progress.created_not_begun if now - at <= CREATED_PROGRESS_WAIT)
+        starting = any(now - at <= CREATED_PROGRESS_WAIT for at in progress.created_not_begun)
         return Activity(
             last,
             tuple(item.title or item.message or "untitled" for item in progress.active)
-            + (("work it created and has not begun reporting yet",) * min(starting, 1)),
+            + (("work it created and has not begun reporting yet",) if starting else ()),
         )
 
     async def idle(self, prompt: float) -> bool:
