@@ -363,7 +363,13 @@ class LspReadTools:
         if result.get("inferredProject") or not tsserver.offers_pull(server.capabilities):
             return
         root = server.project_root
-        inferred = next((path for path in paths if tsserver.configured_project(path, root) is None), None)
+        first_per_folder: dict[str, str] = {}
+        for path in paths:  # a file's project depends on its folder only: one walk up per folder
+            first_per_folder.setdefault(os.path.dirname(path), path)
+        inferred = next(
+            (path for path in first_per_folder.values() if tsserver.configured_project(path, root) is None),
+            None,
+        )
         if inferred is None:
             return
         try:
