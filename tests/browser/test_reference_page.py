@@ -319,7 +319,7 @@ def test_a_page_that_offers_only_its_ticket_as_subprotocol_reads_4400_not_1006(
     async def scenario(cdp: Cdp, page: Page) -> None:
         await page.goto(stack.page_url)
         assert await state(page, "ready") == "ready"
-        running = stack.servers()
+        running, initializes = stack.servers(), len(stack.received("initialize"))
         outcome = await page.evaluate(
             """(async () => {
               const config = await (await fetch('api/config')).json();
@@ -334,7 +334,11 @@ def test_a_page_that_offers_only_its_ticket_as_subprotocol_reads_4400_not_1006(
             })()"""
         )
         assert outcome == [4400, "bad_subprotocol"]
-        assert stack.servers() == running  # nothing was started for it
+        # Nothing was started for it: no new process and no second initialize at the server. (Not an
+        # equal process list: a short-lived child, such as the python pyright runs for its search paths,
+        # may be gone by now; the list lost one such pid in 2 of 4 runs here.)
+        assert set(stack.servers()) <= set(running)
+        assert len(stack.received("initialize")) == initializes
         await stop_and_check_nothing_runs(page, stack)
 
     run(chromium, scenario)
