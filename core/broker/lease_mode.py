@@ -82,7 +82,6 @@ from kandev_lsp.stream.websocket import close_within, closed_by
 from websockets.asyncio.client import ClientConnection
 from websockets.asyncio.server import ServerConnection
 from websockets.exceptions import ConnectionClosed, ConnectionClosedError
-from websockets.protocol import State
 
 __all__ = ["LeaseMode", "LeaseModeConfig"]
 
@@ -202,11 +201,7 @@ class _Attachment:
                     BrokerCloseCode.CONNECTION_FAILED,
                     CLOSE_REASONS[BrokerCloseCode.CONNECTION_FAILED],
                 )
-            with contextlib.suppress(TimeoutError, ConnectionClosed):
-                async with asyncio.timeout(self._write_timeout):
-                    await self.websocket.close(code, reason)
-            if self.websocket.state is not State.CLOSED:
-                self.websocket.transport.abort()
+            await close_within(self.websocket, code, reason, self._write_timeout)
 
 
 class _Lease:

@@ -107,7 +107,14 @@ async def close_within(websocket: Connection, code: int, reason: str, deadline: 
     starts, so a peer that stopped reading would keep the TCP connection until a keepalive fired (and
     forever without keepalive). After ``deadline`` seconds the transport is dropped. Returns whether the
     handshake finished in time.
+
+    A connection already closed is left alone: websockets' ``close()`` would abort its transport, and on
+    Python 3.11 a transport the peer half-closed while output was still buffered has already let go of
+    its loop, so that abort raises ``AttributeError`` (``'NoneType' object has no attribute
+    'call_soon'``) instead of doing nothing.
     """
+    if websocket.protocol.state is State.CLOSED:
+        return True
     try:
         async with asyncio.timeout(deadline):
             await websocket.close(code, reason)
