@@ -69,14 +69,14 @@ def _tracing() -> bool:
 
 @dataclass(frozen=True, slots=True)
 class PluginProblem:
-    """A plugin that failed to load, or raised inside a hook."""
+    """A plugin that failed to load, or failed inside a hook (raised, or returned what the hook cannot use)."""
 
     plugin: str
     phase: str  # "load" or the hook name
     error: str
 
     def __str__(self) -> str:
-        where = "failed to load" if self.phase == "load" else f"raised in {self.phase}"
+        where = "failed to load" if self.phase == "load" else f"failed in {self.phase}"
         return f"plugin {self.plugin!r} {where}: {self.error}"
 
 
@@ -108,6 +108,12 @@ def is_builtin(point: entrypoints.EntryPointLike) -> bool:
         return False
     name: str = point.dist.name
     return name.lower().replace("_", "-").replace(".", "-") == BUILTIN_DISTRIBUTION
+
+
+#: What a plugin's code may raise without taking kandev-lsp down: any error, and ``SystemExit`` too (a module
+#: that calls ``sys.exit()`` at import or in a hook would otherwise end every command, ``serve`` and ``mcp``
+#: included, with the plugin's status and no word). KeyboardInterrupt is the person's, never the plugin's.
+PLUGIN_FAILURES: tuple[type[BaseException], ...] = (Exception, SystemExit)
 
 
 def _describe(exc: BaseException) -> str:
@@ -180,7 +186,7 @@ class PluginHost:
         """Import one entry point and register it under the entry point's name."""
         try:
             plugin = point.load()
-        except Exception as exc:  # any import failure must not take other languages down
+        except PLUGIN_FAILURES as exc:  # any import failure must not take other languages down
             self._problem(point.name, "load", f"import of {point.value!r} failed: {_describe(exc)}")
             return False
         version = point.dist.version if point.dist is not None else "unknown"
@@ -249,7 +255,7 @@ class PluginHost:
         for impl in self._impls_of(plugin, "kandev_lsp_languages"):
             try:
                 result = impl.function()
-            except Exception as exc:
+            except PLUGIN_FAILURES as exc:
                 raise ValueError(f"kandev_lsp_languages raised {_describe(exc)}") from exc
             if _tracing():
                 _trace_log().debug("kandev_lsp_languages %s -> %s", impl.plugin_name, type(result).__name__)
@@ -329,7 +335,7 @@ class PluginHost:
             name = impl.plugin_name
             try:
                 result = impl.function(*[kwargs[arg] for arg in impl.argnames])
-            except Exception as exc:
+            except PLUGIN_FAILURES as exc:
                 self._problem(name, hook, _describe(exc))
                 continue
             if _tracing():
@@ -342,11 +348,21 @@ class PluginHost:
             return result
         return None
 
+    def _mappings(self, hook: str, kwargs: Mapping[str, Any]) -> Iterator[tuple[str, dict[str, Any]]]:
+        """Each implementation's mapping result as a dict, in :meth:`_call`'s order; any other value (a
+        plugin's ``return "abc"``) is recorded against its plugin and skipped, as a raise would be, rather
+        than failing the command that asked (``config`` printed a traceback for a bad default_settings)."""
+        for name, result in self._call(hook, kwargs):
+            if isinstance(result, Mapping):
+                yield name, dict(result)
+            else:
+                self._problem(name, hook, f"returned {type(result).__name__}, not a mapping; ignored")
+
     def _guarded(self, name: str, hook: str, items: Iterable[Any]) -> Iterator[Any]:
         """Iterate a plugin's lazy result; an exception mid-way is recorded and ends that plugin's part."""
         try:
             yield from items
-        except Exception as exc:
+        except PLUGIN_FAILURES as exc:
             self._problem(name, hook, _describe(exc))
 
     # Typed facade: one method per hook --------------------------------------------------------------
@@ -371,7 +387,7 @@ class PluginHost:
         return bool(self._first("kandev_lsp_installer_available", {"language": language, "host": host}))
 
     def default_settings(self, language: LanguageSpec) -> dict[str, Any]:
-        results = [dict(r) for _, r in self._call("kandev_lsp_default_settings", {"language": language})]
+        results = [r for _, r in self._mappings("kandev_lsp_default_settings", {"language": language})]
         merged: dict[str, Any] = {}
         for result in reversed(results):
             merged.update(result)
@@ -380,10 +396,10 @@ class PluginHost:
     def initialization_options(
         self, language: LanguageSpec, settings: Mapping[str, Any]
     ) -> dict[str, Any] | None:
-        result = self._first(
-            "kandev_lsp_initialization_options", {"language": language, "settings": settings}
-        )
-        return dict(result) if result is not None else None
+        hook = "kandev_lsp_initialization_options"
+        for _, result in self._mappings(hook, {"language": language, "settings": settings}):
+            return result
+        return None
 
     def configuration_item(
         self, language: LanguageSpec, settings: Mapping[str, Any], section: str | None, scope_uri: str | None
@@ -412,10 +428,9 @@ class PluginHost:
         from kandev_lsp.lsp.capabilities import merge_capabilities
 
         merged = merge_capabilities({}, language.client_capabilities)
-        results = [r for _, r in self._call("kandev_lsp_client_capabilities", {"language": language})]
+        results = [r for _, r in self._mappings("kandev_lsp_client_capabilities", {"language": language})]
         for result in reversed(results):
-            if isinstance(result, Mapping):
-                merged = merge_capabilities(merged, result)
+            merged = merge_capabilities(merged, result)
         return merged
 
     def language_id(self, language: LanguageSpec, path: str) -> str | None:

@@ -272,3 +272,66 @@ def test_two_languages_claiming_one_lsp_language_id_load_with_a_warning(modules:
 
 def test_distinct_lsp_language_ids_give_no_warning() -> None:
     assert PluginHost.load(environ={}).warnings == []
+
+
+def test_a_plugin_calling_sys_exit_is_a_problem_not_the_end_of_kandev_lsp(modules: Path) -> None:
+    # A module that exits at import (sys.exit('needs clangd')) ended every command with its status and
+    # no word, `languages` and `doctor` included; one that exits in a hook would end serve and mcp.
+    write_module(modules, "good_ls", GOOD_PLUGIN.format(lang="zig"))
+    write_module(modules, "exits_ls", "import sys\nsys.exit('needs clangd')\n")
+    write_module(
+        modules,
+        "exits_in_hooks_ls",
+        GOOD_PLUGIN.format(lang="nim")
+        + "\nimport sys\n\n@hookimpl\ndef kandev_lsp_discover(language, task):\n    sys.exit(3)\n"
+        + "\n@hookimpl\ndef kandev_lsp_default_settings(language):\n    raise SystemExit(4)\n",
+    )
+    host = PluginHost.load(
+        environ={},
+        entry_points=[
+            entry("exits", "exits_ls"),
+            entry("good", "good_ls"),
+            entry("late", "exits_in_hooks_ls"),
+        ],
+    )
+    assert list(host.languages()) == ["nim", "zig"]
+    [problem] = host.problems
+    assert problem.plugin == "exits" and problem.phase == "load"
+    assert "SystemExit: needs clangd" in str(problem)
+
+    task = make_task("/nonexistent-ws", path=[], home="/nonexistent-home")
+    assert not resolve_in(host, "zig", task).found
+    assert host.default_settings(host.language("zig")) == {}
+    assert {(p.plugin, p.phase, p.error) for p in host.problems[1:]} == {
+        ("late", "kandev_lsp_discover", "SystemExit: 3"),
+        ("late", "kandev_lsp_default_settings", "SystemExit: 4"),
+    }
+
+
+def test_a_hook_returning_the_wrong_type_is_skipped_and_reported() -> None:
+    # kandev_lsp_default_settings returning "abc" made `kandev-lsp config go` a ValueError traceback, and
+    # an initialization_options returning 5 a TypeError out of the server's start.
+    class WrongTypes:
+        @hookimpl
+        def kandev_lsp_default_settings(self) -> str:
+            return "abc"
+
+        @hookimpl
+        def kandev_lsp_initialization_options(self) -> int:
+            return 5
+
+        @hookimpl
+        def kandev_lsp_client_capabilities(self) -> list[str]:
+            return ["workspace"]
+
+    alone = make_plugin_host(kandev_lsp_go)
+    host = make_plugin_host(kandev_lsp_go, WrongTypes(), names=["go", "wrong"])
+    go = host.language("go")
+    assert host.default_settings(go) == {"ui.semanticTokens": True}
+    assert host.initialization_options(go, {}) is None
+    assert host.client_capabilities(go) == alone.client_capabilities(alone.language("go"))
+    assert [(p.plugin, p.phase, p.error) for p in host.problems] == [
+        ("wrong", "kandev_lsp_default_settings", "returned str, not a mapping; ignored"),
+        ("wrong", "kandev_lsp_initialization_options", "returned int, not a mapping; ignored"),
+        ("wrong", "kandev_lsp_client_capabilities", "returned list, not a mapping; ignored"),
+    ]
