@@ -327,6 +327,10 @@ class LeaseMode:
                 code = await self._until_closed(websocket, waiting)
             finally:
                 self._waiting.pop(lease_id, None)
+            if not waiting.done():  # the client left first: its place in the queue is given up
+                how, left_with = _departure(websocket, None)
+                self.perform(self.book.detach(lease_id, generation, how=how, code=left_with))
+                self._leases.pop(lease_id, None)
             if code is not None or lease_id not in self._leases:
                 await _close(
                     websocket, code or BrokerCloseCode.SESSION_UNAVAILABLE, self.config.write_timeout

@@ -229,6 +229,34 @@ def test_a_full_cap_evicts_a_detached_lease_and_the_newcomer_starts_after_its_cl
     asyncio.run(scenario())
 
 
+def test_a_tab_closed_while_it_waits_for_an_eviction_gives_its_place_up() -> None:
+    """A newcomer at a full cap waits for the evicted lease's cleanup; a tab closed (or reloaded) during
+    that wait must leave nothing behind. Before, its queued lease stayed in the book, marked attached:
+    once the victim was cleaned up it started a server for nobody that no detach deadline would ever
+    end, and at capacity 1 every later tab was refused 4005."""
+
+    async def scenario() -> None:
+        async with fake_upstream("deaf") as url:  # never answers shutdown: the eviction takes the bound
+            directory = SpyDirectory({"s1": execution_for(url), "s2": execution_for(url, execution_id="x2")})
+            async with broker(directory, continuity=True, capacity=1, shutdown_timeout=2.0) as server:
+                async with client(server, "/lsp/s1?language=go") as ws:
+                    await initialize(ws, (await ready(ws))["workspaceUri"])
+                async with client(server, "/lsp/s2?language=go"):  # evicts s1's lease and waits for it
+                    async with asyncio.timeout(20):
+                        while "lsp_lease_evicted_total 1.0" not in await metrics(server):
+                            await asyncio.sleep(0.05)
+                # The tab left before the evicted lease was cleaned up (2 s of the deaf server's shutdown).
+                async with asyncio.timeout(30):
+                    while 'lsp_lease_released_total{reason="capacity"} 1.0' not in await metrics(server):
+                        await asyncio.sleep(0.05)
+                text = await metrics(server)
+                assert "lsp_lease_active 0.0" in text  # nothing started for the tab that left
+                async with client(server, "/lsp/s2?language=go") as ws:
+                    assert (await ready(ws))["resumed"] is False  # the slot is free: not 4005
+
+    asyncio.run(scenario())
+
+
 def test_a_client_that_stops_reading_is_detached_with_4009_and_the_lease_lives_on() -> None:
     async def scenario() -> None:
         async with (
