@@ -30,6 +30,7 @@ import sys
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+from kandev_lsp import jsontext
 from kandev_lsp._values import dataclass, field
 from kandev_lsp.configuration import configuration_items, merge_settings
 from kandev_lsp.errors import SettingsError
@@ -290,11 +291,13 @@ def load_settings(
     except OSError as exc:
         raise SettingsError(f"cannot read settings file {chosen}: {exc.strerror}") from exc
     try:
-        data = json.loads(text)
+        data = jsontext.loads(text)
     except json.JSONDecodeError as exc:
         raise SettingsError(
             f"settings file {chosen} is not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}"
         ) from exc
+    except jsontext.NestedTooDeeply as exc:
+        raise SettingsError(f"settings file {chosen} is not valid JSON: {exc}") from exc
     return parse_settings(data, where=f"settings file {chosen}", known=known, path=chosen)
 
 

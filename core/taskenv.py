@@ -12,6 +12,7 @@ import json
 import os
 from collections.abc import Iterator, Mapping
 
+from kandev_lsp import jsontext
 from kandev_lsp._values import dataclass, field
 from kandev_lsp.errors import TaskEnvironmentError
 from kandev_lsp.platform import HostPlatform
@@ -165,11 +166,13 @@ def load_env_file(path: str) -> dict[str, str]:
     stripped = text.lstrip()
     if stripped.startswith("{"):
         try:
-            data = json.loads(text)
+            data = jsontext.loads(text)
         except json.JSONDecodeError as exc:
             raise TaskEnvironmentError(
                 f"task environment file {path!r} is not valid JSON (line {exc.lineno}): {exc.msg}"
             ) from exc
+        except jsontext.NestedTooDeeply as exc:
+            raise TaskEnvironmentError(f"task environment file {path!r} is not valid JSON: {exc}") from exc
         if not all(isinstance(k, str) and isinstance(v, str) for k, v in data.items()):
             raise TaskEnvironmentError(
                 f"task environment file {path!r}: every key and value must be a string"

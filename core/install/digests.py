@@ -7,12 +7,12 @@ error that names the URL.
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass
 from typing import Literal
 from urllib.parse import quote
 
+from kandev_lsp import jsontext
 from kandev_lsp.language import ReleaseAsset, ReleaseRecipe
 
 _HEX = re.compile(r"[0-9a-f]{64}")
@@ -83,7 +83,7 @@ def parse_release_metadata(text: str, asset_name: str) -> str:
     uploaded before the origin started recording digests carry ``null``, or another algorithm).
     """
     try:
-        data = json.loads(text)
+        data = jsontext.loads(text)
     except ValueError as exc:
         raise ValueError(f"it is not JSON ({exc})") from None
     assets = data.get("assets") if isinstance(data, dict) else None

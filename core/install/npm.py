@@ -17,13 +17,13 @@ entry), and both are recorded in the receipt, so every later start uses the same
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import posixpath
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from kandev_lsp import jsontext
 from kandev_lsp.install.errors import digest_not_applicable
 from kandev_lsp.install.kinds import missing_tools
 from kandev_lsp.language import NpmRecipe
@@ -70,7 +70,7 @@ def npm_package_version(launcher: str) -> str | None:
     for candidate in candidates:
         with contextlib.suppress(OSError, ValueError):
             with open(candidate, encoding="utf-8") as handle:
-                data = json.load(handle)
+                data = jsontext.loads(handle.read())
             if isinstance(data, dict) and data.get("name") == "npm" and isinstance(data.get("version"), str):
                 return str(data["version"])
     return None
@@ -92,7 +92,7 @@ def bin_script(prefix: Path, recipe: NpmRecipe) -> str | None:
     for package in recipe.packages:
         folder = f"node_modules/{package.name}"
         with contextlib.suppress(OSError, ValueError):
-            bins = json.loads((prefix / folder / "package.json").read_text(encoding="utf-8")).get("bin")
+            bins = jsontext.loads((prefix / folder / "package.json").read_text(encoding="utf-8")).get("bin")
             if isinstance(bins, str):  # "bin": "cli.js" names the package's own command
                 bins = {package.name.rsplit("/", 1)[-1]: bins}
             target = bins.get(recipe.bin) if isinstance(bins, dict) else None
@@ -144,7 +144,7 @@ def _source(staging: Path, recipe: NpmRecipe) -> str:
 
     name = recipe.packages[0].name
     with contextlib.suppress(OSError, ValueError, AttributeError, TypeError):
-        lock = json.loads((staging / "package-lock.json").read_text(encoding="utf-8"))
+        lock = jsontext.loads((staging / "package-lock.json").read_text(encoding="utf-8"))
         resolved = lock["packages"][f"node_modules/{name}"].get("resolved")
         if isinstance(resolved, str) and "://" in resolved:
             registry = resolved.split(f"/{name}/-/", 1)[0]

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import psutil
+from kandev_lsp import jsontext
 
 OWNER_PREFIX = ".owner-"
 OWNER_SUFFIX = ".json"
@@ -62,7 +63,7 @@ class InstallOwner:
 def parse_owner(text: str) -> InstallOwner | None:
     """A record's owner, or None for a record that is not one (half-written, edited by hand)."""
     try:
-        data = json.loads(text)
+        data = jsontext.loads(text)
         owner = InstallOwner(int(data["pid"]), float(data["started"]), str(data["token"]))
     except (ValueError, TypeError, KeyError):
         return None

@@ -17,6 +17,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from kandev_lsp import jsontext
 from kandev_lsp._values import dataclass, field
 
 SCHEMA = "kandev-lsp/install-receipt"
@@ -190,6 +191,6 @@ def parse_receipt(data: bytes | None, directory: str) -> InstallReceipt | None:
     if data is None or len(data) >= MAX_RECEIPT_BYTES:
         return None
     try:
-        return InstallReceipt.from_json(json.loads(data), directory)
+        return InstallReceipt.from_json(jsontext.loads(data), directory)
     except ValueError:  # not JSON, not UTF-8
         return None
