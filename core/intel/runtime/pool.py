@@ -546,7 +546,11 @@ class ManagedServer:
             return changed
 
     async def _close(self, uri: str) -> None:
+        """``didClose`` a document whose file is gone (deleted, or renamed away), and drop the server's
+        last publication for it: that was about a file that is no longer there, and a workspace read
+        would list its problems until the server happened to publish for the closed file again."""
         self._unsee(uri)
+        self.client.endpoint.diagnostics.clear(uri)
         synced = self.documents.pop(uri, None)
         if synced is not None and self.client.endpoint.documents.close(uri):
             await self.client.notify("textDocument/didClose", {"textDocument": {"uri": uri}})
@@ -635,6 +639,8 @@ class ManagedServer:
         for path, uri in uri_of.items():
             if uri in known:
                 continue
+            if path in watch.removed and not os.path.lexists(path):  # gone: its problems with it (see _close)
+                self.client.endpoint.diagnostics.clear(uri)
             if uri in sent:
                 self.noted(uri, self._label(path))
             elif not registrations and (

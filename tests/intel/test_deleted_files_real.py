@@ -1,0 +1,52 @@
+"""A file deleted on disk between two calls has no diagnostics left in a workspace read (real pyright).
+
+Before the fix: an agent that read one file's diagnostics (one error), deleted the file and asked
+``code_diagnostics {}`` got "1 error, 0 warnings" for the file that no longer exists, with its problem
+listed (state ``stale``), until pyright published again for the closed file after a later call. The pool
+closed the deleted document before the read but kept the server's last publication for it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any
+
+import pytest
+from intel_projects import write
+from kandev_lsp import TaskEnvironment
+from kandev_lsp.intel.service import IntelService
+from kandev_lsp.intel.surface.dispatch import IntelContext
+from stream_testkit import TAG_VARIABLE, RealServers
+
+pytestmark = [pytest.mark.real_server, pytest.mark.network_registry, pytest.mark.timeout(300)]
+
+#: A loaded shared machine: a call may wait this long for the server's word.
+SLOW = IntelContext(deadline=60)
+
+PYTHON = {
+    "pyproject.toml": '[project]\nname = "gone"\nversion = "0"\n',
+    "keep.py": "kept: int = 'one'\n",
+    "doomed.py": "lost: int = 'two'\n",
+}
+
+
+async def _deleted(folder: Path, real_servers: RealServers, tag: str) -> dict[str, Any]:
+    env = TaskEnvironment.from_agent({**real_servers.overrides(), TAG_VARIABLE: tag})
+    async with IntelService.open([folder], env=env) as service:
+        for path in ("keep.py", "doomed.py"):
+            read = await service.dispatch("code_diagnostics", {"path": path}, SLOW)
+            assert (read["status"], read["counts"]["error"]) == ("current", 1), read
+        (folder / "doomed.py").unlink()
+        return await service.dispatch("code_diagnostics", {}, SLOW)
+
+
+def test_a_deleted_file_has_no_diagnostics_left_in_a_workspace_read(
+    tmp_path: Path, real_servers: RealServers, tag: str
+) -> None:
+    folder = write(tmp_path / "py", PYTHON).resolve()
+    result = asyncio.run(_deleted(folder, real_servers, tag))
+    assert result["ok"], result
+    assert sorted({p["path"] for p in result["problems"]}) == ["keep.py"], result
+    assert [row["path"] for row in result["documents"] if row["path"] == "doomed.py"] == [], result
+    assert result["summary"].startswith("1 error, 0 warnings"), result
