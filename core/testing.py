@@ -93,11 +93,16 @@ def fake_executable(folder: str | os.PathLike[str], name: str, script: str = "pr
     return str(target)
 
 
-def processes_tagged(variable: str, value: str) -> list[int]:
+def processes_tagged(variable: str, value: str, *, named: str | None = None) -> list[int]:
     """Live (non-zombie) processes whose environment holds ``variable=value``, read from ``/proc``.
 
     Give the processes your test starts a unique tag in their environment; descendants inherit it, so
     after a stop this lists whatever escaped, however it detached (new session, double fork). Linux only.
+
+    ``named`` keeps only the processes whose command name (``/proc/PID/comm``) is that: a language server
+    itself (``gopls``; ``node`` for pyright), not the short-lived children it runs now and then (gopls's
+    ``go list``, the ``python`` pyright asks for its search paths). "The same server" compared over the
+    whole list fails whenever such a child is listed in one look and gone in the other.
     """
     needle = f"{variable}={value}".encode()
     found: list[int] = []
@@ -109,6 +114,10 @@ def processes_tagged(variable: str, value: str) -> list[int]:
                 entries = handle.read().split(b"\0")
             with open(f"/proc/{name}/stat") as handle:
                 state = handle.read().rsplit(")", 1)[1].split()[0]
+            if named is not None:
+                with open(f"/proc/{name}/comm") as handle:
+                    if handle.read().strip() != named:
+                        continue
         except OSError:
             continue
         if needle in entries and state != "Z":

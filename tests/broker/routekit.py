@@ -24,6 +24,7 @@ from kandev_lsp.settings import SettingsFile
 from kandev_lsp.stream.auth import StreamToken
 from kandev_lsp.stream.server import StreamConfig, StreamServer
 from kandev_lsp.taskenv import Task, TaskEnvironment
+from kandev_lsp.testing import processes_tagged
 from websockets.asyncio.client import ClientConnection, connect
 from websockets.asyncio.server import ServerConnection, serve
 from websockets.exceptions import ConnectionClosed
@@ -87,6 +88,12 @@ READY_FRAME: Final = {
     "workspaceUri": "file:///w",
     "controls": ["settings", "stop"],
 }
+
+
+def tagged_named(tag: str, name: str) -> list[int]:
+    """The tagged processes named ``name``: the server itself, not its short-lived children (see
+    :func:`~kandev_lsp.testing.processes_tagged`)."""
+    return processes_tagged(TAG, tag, named=name)
 
 
 def execution_for(url: str, executor: str = "local", execution_id: str = "x1") -> Execution:

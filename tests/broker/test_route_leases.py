@@ -13,10 +13,8 @@ from pathlib import Path
 
 import pytest
 from kandev_lsp.broker.directory import FileExecutionDirectory
-from kandev_lsp.testing import processes_tagged
 from routekit import (
     SERVE_TOKEN,
-    TAG,
     SpyDirectory,
     attached,
     broker,
@@ -31,6 +29,7 @@ from routekit import (
     one_session,
     ready,
     real_serve,
+    tagged_named,
     until,
 )
 
@@ -39,15 +38,7 @@ pytestmark = needs_gopls
 
 def gopls(tag: str) -> list[int]:
     """The tagged gopls processes (gopls runs `go list` children of its own, which come and go)."""
-    found = []
-    for pid in processes_tagged(TAG, tag):
-        try:
-            with open(f"/proc/{pid}/comm") as handle:
-                if handle.read().strip() == "gopls":
-                    found.append(pid)
-        except OSError:
-            continue
-    return found
+    return tagged_named(tag, "gopls")
 
 
 def test_a_reload_comes_back_to_the_same_warm_server_and_stop_is_acknowledged_after_cleanup(

@@ -18,10 +18,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
-from kandev_lsp.testing import processes_tagged
 from routekit import (
     READY_FRAME,
-    TAG,
     SpyDirectory,
     attached,
     broker,
@@ -30,6 +28,7 @@ from routekit import (
     ready,
     real_serve,
     request,
+    tagged_named,
 )
 from test_route_real_pyright import next_frame
 from websockets.asyncio.server import ServerConnection, serve
@@ -56,7 +55,8 @@ def test_a_page_document_with_a_lone_surrogate_reaches_pyright_and_the_lease_liv
                 init = {"processId": None, "rootUri": frame["workspaceUri"], "capabilities": {}}
                 await request(ws, 1, "initialize", init)
                 await ws.send(json.dumps({"jsonrpc": "2.0", "method": "initialized", "params": {}}))
-                pids = processes_tagged(TAG, tag)
+                pids = tagged_named(tag, "node")  # pyright itself, not the python it runs now and then
+                assert len(pids) == 1, pids
                 opened = {
                     "uri": uri,
                     "languageId": "python",
@@ -82,7 +82,7 @@ def test_a_page_document_with_a_lone_surrogate_reaches_pyright_and_the_lease_liv
                     {"textDocument": {"uri": uri}, "position": {"line": 1, "character": 0}},
                 )
                 assert "int" in json.dumps(hover["result"]["contents"])
-                assert processes_tagged(TAG, tag) == pids  # the same pyright: the lease lived on
+                assert tagged_named(tag, "node") == pids  # the same pyright: the lease lived on
                 await ws.send(json.dumps({"control": "stop", "id": "s"}))
                 assert (await next_frame(ws, lambda f: f.get("ack") == "stop"))["confirmed"] is True
 

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 from kandev_lsp.testing import processes_tagged
-from routekit import TAG, SpyDirectory, broker, client, execution_for, real_serve
+from routekit import TAG, SpyDirectory, broker, client, execution_for, real_serve, tagged_named
 from websockets.asyncio.client import ClientConnection
 
 pytestmark = [pytest.mark.real_server, pytest.mark.network_registry]
@@ -59,13 +59,13 @@ def test_a_reload_returns_to_the_same_pyright_with_diagnostics_for_the_reopened_
                     )
                     first = await next_frame(ws, diagnostics_with_errors)
                     assert first["params"]["version"] == 7  # the client's own version (item 5)
-                    pids = processes_tagged(TAG, tag)
+                    pids = tagged_named(tag, "node")  # pyright itself, not the python it runs now and then
                     assert pids
                 async with client(server, f"/lsp/s1?language=python&lease={lease}") as ws:
                     again = json.loads(await ws.recv())
                     assert again["status"] == "ready" and again["resumed"] is True
                     assert again["capabilities"]["textDocumentSync"]
-                    assert processes_tagged(TAG, tag) == pids  # the same pyright
+                    assert tagged_named(tag, "node") == pids  # the same pyright
                     did_open = {"textDocument": {**opened, "version": 1}}  # the reloaded tab starts over
                     await ws.send(
                         json.dumps({"jsonrpc": "2.0", "method": "textDocument/didOpen", "params": did_open})

@@ -205,8 +205,14 @@ class Stack:
         return [entry for entry in entries if entry["method"] == method]
 
     def servers(self) -> list[int]:
-        """Live processes of language servers (the wiretap and pyright)."""
+        """Live processes of language servers (the wiretap and pyright, with pyright's short-lived
+        children): for "nothing runs"."""
         return processes_tagged(TAG, self.tag)
+
+    def pyright(self) -> list[int]:
+        """The live pyright server processes themselves, for "the same pyright": not the python pyright
+        runs now and then for its search paths, which may be listed in one look and gone in the next."""
+        return processes_tagged(TAG, self.tag, named="node")
 
     @property
     def page_url(self) -> str:
