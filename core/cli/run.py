@@ -373,7 +373,35 @@ async def _bridge_stdio(
         channel.close()
     if result.end not in (BridgeEnd.CLIENT_CLOSED, BridgeEnd.SERVER_EXITED):
         print(f"kandev-lsp: {result.end.value}: {result.detail}", file=sys.stderr)
+    elif result.end is BridgeEnd.SERVER_EXITED and not session.exit_sent:
+        program = resolution.executable or resolution.language
+        note = server_exit_note(resolution.language, program, exited, answered=result.to_client > 0)
+        print(f"kandev-lsp: {note}", file=sys.stderr)
     return exit_status(result.end, exited, exit_sent=session.exit_sent)
+
+
+def server_exit_note(language: str, program: str, returncode: int | None, *, answered: bool) -> str:
+    """What ``run`` tells the editor's log when the server ended by itself while the editor was still
+    there. Without it a server that exits at once (a broken install, a wrong version) left an editor
+    with an exit status and nothing else to read: the server's own stderr, if any, is all it had."""
+    import signal
+
+    if returncode is None:
+        how = "closed its output by itself and was stopped"
+    elif returncode < 0:
+        try:
+            name = signal.Signals(-returncode).name
+        except ValueError:
+            name = f"signal {-returncode}"
+        how = f"was killed by {name}"
+    else:
+        how = f"exited by itself with status {returncode}"
+    when = "" if answered else " before sending anything"
+    return (
+        f"the {language} server ({program}) {how}{when}; the editor had not asked it to exit. Its own "
+        f"output, if it wrote any, is above. `kandev-lsp doctor` checks it, and `kandev-lsp resolve "
+        f"{language} --explain` shows which one was chosen and why."
+    )
 
 
 def exit_status(end: BridgeEnd, returncode: int | None, *, exit_sent: bool) -> int:

@@ -74,3 +74,50 @@ def test_after_the_editors_exit_the_status_is_the_servers_answer(
     assert asyncio.run(leave("typescript", real_servers, tmp_path, ["shutdown", "exit"])) == 0
     # LSP: exit without shutdown is status 1, and the editor asked for that exit.
     assert asyncio.run(leave("typescript", real_servers, tmp_path, ["exit"])) == 1
+
+
+def test_a_server_that_exits_at_once_is_reported_with_its_status(tmp_path: Path) -> None:
+    # Fault injection: a gopls that exits 3 before answering anything. run passed the 3 on and said
+    # nothing, so the editor's log held an exit status and no word of what had happened.
+    import subprocess
+
+    from kandev_lsp.testing import fake_executable
+
+    bin_dir = tmp_path / "bin"
+    gopls = fake_executable(bin_dir, "gopls", script="import sys\nsys.exit(3)\n")
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    body = b'{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"processId":null,"capabilities":{}}}'
+    argv = [sys.executable, "-m", "kandev_lsp.cli", "run", "go", "--workspace", str(workspace)]
+    env = [f"--env=PATH={bin_dir}", f"--env=HOME={tmp_path}"]
+    pipe = subprocess.PIPE
+    with subprocess.Popen([*argv, *env], stdin=pipe, stdout=pipe, stderr=pipe) as process:
+        try:
+            assert process.stdin is not None and process.stderr is not None
+            process.stdin.write(b"Content-Length: %d\r\n\r\n%s" % (len(body), body))
+            process.stdin.flush()  # and stdin stays open: the editor is still there
+            status = process.wait(timeout=60)
+            stderr = process.stderr.read().decode()
+        finally:
+            if process.poll() is None:
+                process.kill()
+    assert status == 3, stderr
+    assert (
+        f"kandev-lsp: the go server ({gopls}) exited by itself with status 3 before sending anything; "
+        "the editor had not asked it to exit."
+    ) in stderr
+    assert "kandev-lsp resolve go --explain" in stderr
+
+
+@pytest.mark.parametrize(
+    ("returncode", "answered", "how"),
+    [
+        (-9, True, "the python server (/opt/pyright) was killed by SIGKILL; the editor"),
+        (0, True, "the python server (/opt/pyright) exited by itself with status 0; the editor"),
+        (None, False, "(/opt/pyright) closed its output by itself and was stopped before sending anything;"),
+    ],
+)
+def test_the_server_exit_note_says_how_it_ended(returncode: int | None, answered: bool, how: str) -> None:
+    from kandev_lsp.cli.run import server_exit_note
+
+    assert how in server_exit_note("python", "/opt/pyright", returncode, answered=answered)
