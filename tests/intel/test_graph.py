@@ -12,6 +12,7 @@ from kandev_lsp.intel.files.text import PositionEncoding, TextCache
 from kandev_lsp.intel.files.workspace import Workspace
 from kandev_lsp.intel.reading.graph import GraphBudgets, Neighbour, traverse
 from kandev_lsp.intel.runtime.executor import Deadline
+from kandev_lsp.intel.surface.summaries import summarize
 
 SOURCE = """\
 def a():
@@ -305,3 +306,20 @@ def test_the_walks_path_checks_are_shared_with_the_caller(workspace: Workspace) 
     inside, outside = _item(workspace, "a")["uri"], _item(workspace, "print")["uri"]
     assert sorted(asked) == sorted({inside, outside})  # five nodes in one file, a cycle, one call out
     assert checked[inside] == workspace.resolve("m.py") and checked[outside] is None
+
+
+def test_direct_neighbours_past_the_node_budget_are_counted_not_dropped(workspace: Workspace) -> None:
+    """A function 300 modules call, with room for 200 nodes, answered "199 callers (100 of 199 shown)"
+    (a round-4 trial on pyright): the callers the node budget kept out of the graph were not counted."""
+    callers = ["b", "c", "d", "e"]
+
+    async def expand(item: dict[str, Any]) -> Sequence[Neighbour]:
+        return [(_item(workspace, name), []) for name in callers] if item["name"] == "a" else []
+
+    result = walk(workspace, "a", expand, "callers", budgets=GraphBudgets(max_nodes=3))
+    assert [item["name"] for item in result["items"]] == ["b", "c"]  # the root and two callers fit
+    assert (result["totalFound"], result["shown"], result["truncated"]) == (4, 2, True)
+    assert result["graph"]["truncatedBy"] == ["nodes"]
+    assert summarize("code_hierarchy", {**result, "ok": True}) == "4 callers (2 of 4 shown)"
+    roomy = walk(workspace, "a", expand, "callers", budgets=GraphBudgets(max_nodes=5))
+    assert (roomy["totalFound"], roomy["shown"], roomy["truncated"]) == (4, 4, False)

@@ -68,6 +68,7 @@ def reference(
     failures: list[dict[str, Any]] = []
     truncated_by: set[str] = set()
     omitted = 0
+    unlisted: set[tuple[str, int, int, str]] = set()  # direct neighbours past the node budget
 
     def node(item: dict[str, Any], depth: int) -> tuple[dict[str, Any] | None, bool]:
         nonlocal omitted
@@ -85,6 +86,8 @@ def reference(
             return nodes[key], False
         if len(nodes) >= budgets.max_nodes:
             truncated_by.add("nodes")
+            if depth == 1:
+                unlisted.add(key)
             return None, False
         document = texts.document(file)
         if document is None:
@@ -206,9 +209,9 @@ def reference(
     out: dict[str, Any] = {
         "kind": kind,
         "items": one_hop[:limit],
-        "totalFound": len(one_hop),
+        "totalFound": len(one_hop) + len(unlisted),
         "shown": len(one_hop[:limit]),
-        "truncated": len(one_hop) > limit,
+        "truncated": len(one_hop) + len(unlisted) > len(one_hop[:limit]),
         "graph": graph,
     }
     if omitted:

@@ -5,7 +5,8 @@ breadth-first up to ``depth`` levels, asking an *expander* for each node's neigh
 passes one that sends ``callHierarchy/incomingCalls`` and friends through the executor). It returns
 
 - ``items``: the one-hop list (the root's direct callers, callees, supertypes or subtypes), capped by
-  ``limit``, each with its call sites;
+  ``limit`` and by the node budget, each with its call sites; ``totalFound`` counts every direct
+  neighbour the server named, those the node budget kept out of the graph included;
 - ``graph``: ``nodes`` (stable ids ``<path>#<name>@<line>``, position, depth), ``edges`` (``caller`` /
   ``callee`` with call sites in the caller's file, or ``subtype`` / ``supertype``), ``failures`` (an
   expansion that failed is recorded, the rest of the graph still comes), ``budgets`` and truncation.
@@ -111,6 +112,9 @@ class _Walk:
         self.failures: list[dict[str, Any]] = []
         self.truncated_by: set[str] = set()
         self.omitted = 0
+        #: the direct neighbours (depth 1) the node budget kept out of the graph: still counted in
+        #: ``totalFound``, so "199 callers" is never said of a function 300 modules call
+        self.unlisted: set[tuple[str, int, int, str]] = set()
 
     def node(self, item: dict[str, Any], depth: int) -> tuple[dict[str, Any] | None, bool]:
         """The node of ``item`` (new or seen before) and whether it is new; None when refused."""
@@ -142,6 +146,8 @@ class _Walk:
             return nodes[key], False
         if len(nodes) >= self.max_nodes:
             self.truncated_by.add("nodes")
+            if depth == 1:
+                self.unlisted.add(key)
             return None, False
         document = self.texts.document(file)  # the call's TextCache reads each file once
         if document is None:
@@ -305,12 +311,13 @@ async def traverse(
     if walk.failures:
         graph["failures"] = walk.failures
     shown = one_hop[:limit]
+    found = len(one_hop) + len(walk.unlisted)
     out: dict[str, Any] = {
         "kind": kind,
         "items": shown,
-        "totalFound": len(one_hop),
+        "totalFound": found,
         "shown": len(shown),
-        "truncated": len(one_hop) > limit,
+        "truncated": found > len(shown),
         "graph": graph,
     }
     if walk.omitted:
