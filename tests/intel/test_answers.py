@@ -88,6 +88,18 @@ def test_the_built_in_languages_say_what_a_nested_project_means() -> None:
              "coverage": {"kind": "partial", "filesWithDiagnostics": 1, "filesOpen": 1}},
             "0 errors, 0 warnings (partial: as published for 1 file; activateWorkspace checks every file)",
         ),
+        (  # round 4: an activated read that opened only activationLimit of the files says so
+            {"ok": True, "status": "current", "counts": {"error": 0, "warning": 0},
+             "coverage": {"kind": "partial", "filesWithDiagnostics": 50, "filesOpen": 50,
+                          "eligibleFiles": 302, "ratio": 0.166, "activated": 50}},
+            "0 errors, 0 warnings (partial: 50 of 302 files checked; activationLimit opens more)",
+        ),
+        (  # every eligible file opened: the whole workspace's word
+            {"ok": True, "status": "current", "counts": {"error": 0, "warning": 0},
+             "coverage": {"kind": "complete", "filesWithDiagnostics": 3, "filesOpen": 3,
+                          "eligibleFiles": 3, "ratio": 1.0, "activated": 3}},
+            "0 errors, 0 warnings",
+        ),
         (  # items 1-2 and 11: a diagnostics summary says when it is not confirmed, and the delta
             {"ok": True, "status": "settling", "counts": {"error": 1, "warning": 0},
              "delta": {"since": "b1", "counts": {"introduced": 2, "resolved": 1}}},

@@ -264,6 +264,11 @@ def summarize(tool: str, result: Mapping[str, Any]) -> str:
             published = _mapping(result.get("coverage")).get("filesWithDiagnostics")
             files = f" for {plural(published, 'file')}" if isinstance(published, int) else ""
             line += f" (partial: as published{files}; activateWorkspace checks every file)"
+        coverage = _mapping(result.get("coverage"))
+        activated, eligible = coverage.get("activated"), coverage.get("eligibleFiles")
+        if isinstance(activated, int) and isinstance(eligible, int) and activated < eligible:
+            # activationLimit opened only some of the files: "0 errors" is about those alone
+            line += f" (partial: {activated} of {eligible} files checked; activationLimit opens more)"
         unchecked = result.get("notChecked")
         if isinstance(unchecked, list) and unchecked:  # languages no server answered for
             names = ", ".join(str(_mapping(entry).get("language")) for entry in unchecked)
