@@ -24,7 +24,7 @@ from websockets.asyncio.server import ServerConnection, serve
 DEEP = "[" * 100_000 + "]" * 100_000
 
 
-@pytest.mark.parametrize("params", [DEEP, "NaN", "[Infinity]"])
+@pytest.mark.parametrize("params", [DEEP, "NaN", "[Infinity]", "1e400", "[-1e400]"])
 def test_a_client_frame_that_is_no_json_object_is_closed_1008_and_the_lease_lives_on(
     params: str, caplog: pytest.LogCaptureFixture
 ) -> None:

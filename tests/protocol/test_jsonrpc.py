@@ -40,6 +40,8 @@ def test_parse_message_reads_bytes_and_text():
         (b"null", "got null"),
         (b'{"a":NaN}', "not acceptable JSON: NaN is not valid JSON"),
         (b'{"a":-Infinity}', "-Infinity is not valid JSON"),
+        (b'{"a":1e400}', "not acceptable JSON: the number 1e400 is out of range"),  # reads as inf
+        (b'{"a":[-1E400]}', "the number -1E400 is out of range"),
         (b"[" * 200_000 + b"]" * 200_000, "not acceptable JSON"),
         (b'{"a":' + b"1" * 5000 + b"}", "not acceptable JSON"),
     ],
