@@ -145,6 +145,25 @@ def test_workspace_symbols_ranked_and_kept_inside_the_workspace(tmp_path: Path) 
     }
 
 
+def test_workspace_symbols_of_two_servers_over_one_file_are_listed_once(tmp_path: Path) -> None:
+    """A workspace with no root marker at its top and a nested pyproject.toml has two pyright servers, the
+    outer one covering the nested project too: code_symbols {query: "F"} answered "3 symbols" with
+    app/src/lib.py's f twice (a round-4 trial). The same symbol (file, name, kind, position) counts once."""
+    (tmp_path / "lib.py").write_text("def f(x):\n    return x\n\ndef g():\n    pass\n")
+    workspace = Workspace([tmp_path])
+    uri = (tmp_path / "lib.py").as_uri()
+
+    def info(name: str, line: int) -> dict[str, Any]:
+        return {"name": name, "kind": 12, "location": {"uri": uri, "range": _range(line, 4, line, 5)}}
+
+    outer, inner = [info("f", 0), info("g", 3)], [info("f", 0)]
+    result = workspace_symbols([*outer, *inner], workspace, "f")
+    assert [(s["name"], s["line"]) for s in result["symbols"]] == [("f", 1), ("g", 4)], result
+    assert (result["totalFound"], result["shown"], result["truncated"]) == (2, 2, False)
+    moved = workspace_symbols([*outer, info("f", 3)], workspace, "f")  # another f, elsewhere: both
+    assert moved["totalFound"] == 3, moved
+
+
 @pytest.fixture
 def document(tmp_path: Path) -> Document:
     text = 'const 😀 = f(1, "a");\nlet y = 2\n'

@@ -128,10 +128,16 @@ def workspace_symbols(
     inside: list[tuple[SymbolEntry, WorkspaceFile]] = []
     omitted = 0
     lookup = workspace.uri_lookup()
+    #: The answers of several servers are joined, and two servers may cover one file (a nested project
+    #: inside the outer server's tree): one symbol (file, name, kind, position) is listed once.
+    listed: set[tuple[str, str, int, tuple[int, int]]] = set()
     for entry in entries:
         file = lookup(entry.uri or "")
         if isinstance(file, WorkspaceFile):
-            inside.append((entry, file))
+            key = (file.absolute, entry.name, entry.kind, _start_key({"range": entry.selection_range}))
+            if key not in listed:
+                listed.add(key)
+                inside.append((entry, file))
         else:
             omitted += 1
     lowered = query.lower()
