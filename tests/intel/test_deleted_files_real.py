@@ -50,3 +50,33 @@ def test_a_deleted_file_has_no_diagnostics_left_in_a_workspace_read(
     assert sorted({p["path"] for p in result["problems"]}) == ["keep.py"], result
     assert [row["path"] for row in result["documents"] if row["path"] == "doomed.py"] == [], result
     assert result["summary"].startswith("1 error, 0 warnings"), result
+
+
+async def _swapped(folder: Path, outside: Path, real_servers: RealServers, tag: str) -> list[dict[str, Any]]:
+    env = TaskEnvironment.from_agent({**real_servers.overrides(), TAG_VARIABLE: tag})
+    async with IntelService.open([folder], env=env) as service:
+        opened = await service.dispatch("code_symbols", {"path": "use.py"}, SLOW)
+        assert [s["name"] for s in opened["symbols"]] == ["visible"], opened
+        use = folder / "use.py"
+        use.unlink()
+        use.symlink_to(outside / "secret.py")
+        during = await service.dispatch("code_diagnostics", {}, SLOW)  # the re-sync before it
+        use.unlink()  # the link goes: nothing at the path, whose lexical place is inside the workspace
+        after = await service.dispatch("code_symbols", {"query": "hidden"}, SLOW)
+        return [during, after]
+
+
+def test_an_open_file_swapped_for_a_link_out_of_the_workspace_is_never_read_through_it(
+    tmp_path: Path, real_servers: RealServers, tag: str
+) -> None:
+    """B8.11. Before the fix: the re-sync before the next call read the open use.py through the link and
+    sent the outside file's text to pyright as use.py's (didChange), so once the link was gone
+    code_symbols {query: "hidden"} listed the outside file's function as use.py's (a round-4 trial; the
+    path itself was refused, the query was not)."""
+    folder = write(
+        tmp_path / "py", {"pyproject.toml": PYTHON["pyproject.toml"], "use.py": "def visible():\n    pass\n"}
+    )
+    outside = write(tmp_path / "outside", {"secret.py": "def hidden():\n    pass\n\nleaked: int = 'x'\n"})
+    during, after = asyncio.run(_swapped(folder.resolve(), outside.resolve(), real_servers, tag))
+    assert during["ok"] and during["problems"] == [], during
+    assert after["ok"] and after["symbols"] == [], after

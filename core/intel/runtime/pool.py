@@ -268,6 +268,13 @@ def _stamp(path: str) -> tuple[int, int] | None:
     return info.st_mtime_ns, info.st_size
 
 
+def _led_away(path: str) -> bool:
+    """Whether ``path``, a real path when its file was placed in the workspace, now leads through a
+    symbolic link (the file or a folder above it swapped for one): what it reads is no longer that file,
+    and may be outside the workspace (B8.11)."""
+    return os.path.realpath(path) != path
+
+
 def _read(path: str) -> tuple[bytes, tuple[int, int]] | None:
     """The file's bytes and the stamp of what was read, or None (missing, unreadable, over 8 MiB).
 
@@ -503,7 +510,9 @@ class ManagedServer:
                 self._pending.add(uri)
                 if _stamp(path) == synced.stamp:
                     continue
-                if not os.path.lexists(path):  # deleted: the server must stop answering from its copy
+                if not os.path.lexists(path) or _led_away(path):
+                    # deleted, or swapped for a link (the path was a real path when it was opened): the
+                    # server must stop answering from its copy, and is never sent what the link leads to
                     await self._close(uri)
                     changed += 1
                     continue
@@ -533,7 +542,7 @@ class ManagedServer:
                     self.seen[uri] = (file, now)
                     moved.append({"uri": uri, "type": _CHANGED})
                     self.noted(uri, file.display)
-                elif os.path.isfile(file.absolute):  # a FIFO put in its place is never read
+                elif os.path.isfile(file.absolute) and not _led_away(file.absolute):  # nor a FIFO, nor a link
                     await self._sync(file)
                 changed += 1
             elsewhere = self._tree_events()
