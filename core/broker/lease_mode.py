@@ -224,6 +224,8 @@ class _Lease:
         #: Set once the upstream connection was made or given up (``upstream`` says which).
         self.connected = asyncio.Event()
         self.ready: dict[str, Any] | None = None  # serve's ready frame
+        #: serve's latest install frame before ready (installing, installed), for a client attaching then.
+        self.install_status: str | None = None
         self.ready_event = asyncio.Event()
         self.ended = asyncio.Event()
         self.end_code: int | None = None  # the client's close code when the upstream ended by itself
@@ -396,6 +398,9 @@ class LeaseMode:
         is held, in order, for after ``ready`` (a client frame must not reach serve during its install,
         which would cancel it). ``None`` when the client left or the lease ended first (a client that
         leaves during an install leaves it running)."""
+        if not lease.ready_event.is_set() and lease.install_status is not None:
+            # A client attaching during the install (a reload) learns where it is, as its first did.
+            attachment.send(lease.install_status)
         held: list[str | bytes] = []
         held_bytes = 0
         ready = asyncio.ensure_future(lease.ready_event.wait())
@@ -579,10 +584,11 @@ class LeaseMode:
                             # Before any client frame: the server is initialized with the owner's settings.
                             self._push_owner_settings(lease, "start")
                             lease.ready_event.set()
-                        elif lease.attachment is not None:
-                            lease.attachment.send(
-                                raw if isinstance(raw, str) else raw.decode("utf-8", "replace")
-                            )
+                        else:
+                            text = raw if isinstance(raw, str) else raw.decode("utf-8", "replace")
+                            lease.install_status = text
+                            if lease.attachment is not None:
+                                lease.attachment.send(text)
                         continue
                 message = _parsed(raw)
                 if message is None:

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 from kandev_lsp.broker.directory import FileExecutionDirectory
 from routekit import (
+    READY_FRAME,
     SERVE_TOKEN,
     SpyDirectory,
     attached,
@@ -32,6 +33,7 @@ from routekit import (
     tagged_named,
     until,
 )
+from websockets.asyncio.server import ServerConnection, serve
 
 pytestmark = needs_gopls
 
@@ -287,6 +289,42 @@ def test_client_frames_wait_for_the_install_and_a_detach_during_it_leaves_it_run
                 assert answer == {"jsonrpc": "2.0", "id": 1, "result": {"capabilities": {}}}
                 assert "lsp_lease_active 1.0" in await metrics(server)  # one lease, one install
             assert 'lsp_lease_released_total{reason="server_exit"} 0.0' in await metrics(server)
+
+    asyncio.run(scenario())
+
+
+def test_a_tab_that_attaches_during_the_install_is_told_it_is_installing() -> None:
+    """A tab reloaded during a long install claims the detached lease, whose install goes on. Before, it
+    saw nothing until ready: serve's installing frame had gone to the first tab only, so the reloaded page
+    showed no install for the rest of it (a cold npm install of pyright takes tens of seconds)."""
+    finish_install = asyncio.Event()
+
+    async def upstream(ws: ServerConnection) -> None:  # serve, installing until the test says
+        await ws.send(json.dumps({"status": "installing", "language": "go"}))
+        await finish_install.wait()
+        await ws.send(json.dumps({"status": "installed", "language": "go"}))
+        await ws.send(json.dumps(READY_FRAME))
+        async for raw in ws:
+            if json.loads(raw).get("control") == "stop":
+                await ws.close(1000, "stopped")
+                return
+
+    async def scenario() -> None:
+        async with serve(upstream, "127.0.0.1", 0) as stand_in:
+            url = f"ws://127.0.0.1:{stand_in.sockets[0].getsockname()[1]}/api/v1/lsp/stream"
+            async with broker(one_session(url), continuity=True) as server:
+                try:
+                    async with client(server, "/lsp/s1?language=go") as ws:
+                        assert json.loads(await ws.recv()) == {"status": "installing", "language": "go"}
+                    async with client(server, "/lsp/s1?language=go") as ws:  # the reload claims the lease
+                        async with asyncio.timeout(10):  # the install is held: only the broker can say it
+                            assert json.loads(await ws.recv()) == {"status": "installing", "language": "go"}
+                        finish_install.set()
+                        assert json.loads(await ws.recv()) == {"status": "installed", "language": "go"}
+                        assert (await ready(ws))["resumed"] is False
+                        assert "lsp_lease_active 1.0" in await metrics(server)  # one lease, one install
+                finally:
+                    finish_install.set()  # a failed run must not leave the stand-in waiting forever
 
     asyncio.run(scenario())
 
