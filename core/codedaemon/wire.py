@@ -35,6 +35,8 @@ import sys
 from collections.abc import Mapping
 from typing import Any
 
+from kandev_lsp import jsontext
+
 __all__ = [
     "MAX_MESSAGE",
     "PROTOCOL",
@@ -65,8 +67,14 @@ def supported() -> bool:
 
 
 def encode(message: Mapping[str, Any]) -> bytes:
-    """One message as its wire line."""
-    return json.dumps(message, ensure_ascii=False, separators=(",", ":")).encode("utf-8") + b"\n"
+    """One message as its wire line.
+
+    A string may hold lone surrogates: Python's argv and file names keep bytes that are not UTF-8 that
+    way (``--json`` with a Latin-1 name, a file named so in an answer). They pass as they are
+    (``surrogatepass``), so the daemon answers what a one-shot run answers, never a UnicodeEncodeError.
+    """
+    text = json.dumps(message, ensure_ascii=False, separators=(",", ":"))
+    return text.encode("utf-8", "surrogatepass") + b"\n"
 
 
 def decode(line: bytes) -> dict[str, Any]:
@@ -75,7 +83,7 @@ def decode(line: bytes) -> dict[str, Any]:
     :raises WireError: not UTF-8 JSON, or not an object.
     """
     try:
-        message = json.loads(line)
+        message = jsontext.loads(line.decode("utf-8", "surrogatepass"))
     except (UnicodeDecodeError, ValueError) as error:
         raise WireError(f"not a JSON line: {error}") from None
     if not isinstance(message, dict):

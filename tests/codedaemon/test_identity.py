@@ -92,3 +92,19 @@ def test_a_configuration_past_the_cap_replaces_the_least_recently_used_idle_daem
 
 def _logs(caller: Caller) -> str:
     return "".join(path.read_text() for path in caller.runtime.glob("*.log"))
+
+
+def test_arguments_that_are_not_utf8_are_answered_through_the_daemon_as_without_it(light: Caller) -> None:
+    """A byte that is not UTF-8 in ``--json`` (Python's argv holds it as a lone surrogate): the one-shot
+    path answered what was wrong with the arguments, quoting it; the daemon path ended in a
+    UnicodeEncodeError traceback (the request could not be written, nor could the reply)."""
+    _ask(light, {})  # a daemon runs: the next call is its (a refusal alone would start none)
+    (daemon,) = light.daemons()
+    odd = json.dumps({"target": {"path": "absent.py", "line": 1}, "caf\udcff": 1}, ensure_ascii=False)
+    warm = light.run("code_hover", "--json", odd)
+    cold = light.run("code_hover", "--json", odd, "--no-daemon")
+    assert warm.returncode == cold.returncode == 1, (warm.stderr, cold.stderr)
+    assert "Traceback" not in warm.stderr, warm.stderr
+    assert warm.stdout == cold.stdout and warm.stderr == cold.stderr, (warm, cold)
+    assert r"unknown argument `caf\udcff`" in warm.stdout, warm.stdout  # JSON-escaped, as printed
+    assert light.daemons() == [daemon]  # it answered, and still serves

@@ -211,6 +211,16 @@ def test_messages_are_one_json_object_per_line() -> None:
         decode(b"\xff\n")
 
 
+def test_a_message_carries_text_that_is_not_utf8_as_it_came() -> None:
+    """``--json`` with a byte that is not UTF-8 (Python's argv holds it as a lone surrogate, '\\udcff') and
+    a file name of such bytes in an answer: encode raised UnicodeEncodeError (a traceback from
+    ``kandev-lsp code``, where --no-daemon answered). Escaped on the wire, it comes back unchanged."""
+    message = {"op": "call", "payload": {"target": {"path": "caf\udcff.py", "matchText": "\udce9 é"}}}
+    line = encode(message)
+    assert line.endswith(b"\n") and line.count(b"\n") == 1
+    assert decode(line) == message
+
+
 def test_the_peer_is_this_user() -> None:
     one, two = socket.socketpair(socket.AF_UNIX)
     with one, two:
