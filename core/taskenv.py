@@ -192,7 +192,17 @@ def load_env_file(path: str) -> dict[str, str]:
                 f"task environment file {path!r} line {number}: expected KEY=VALUE, but {problem} "
                 "(the line is not shown: it may hold a secret)"
             )
-        result[key.strip()] = value
+        name = key.strip()
+        if len(name.split()) > 1:
+            # ``export PATH=/x`` (a shell file) made a variable named "export PATH": the task's PATH
+            # silently not set, and the agent's used instead.
+            kind = "an 'export' line" if name.split()[0] == "export" else "a line"
+            raise TaskEnvironmentError(
+                f"task environment file {path!r} line {number}: expected KEY=VALUE, but the name before "
+                f"its '=' holds a space ({kind} from a shell file?); write KEY=VALUE as a program does: no "
+                "'export', no quotes, values taken literally (the line is not shown: it may hold a secret)"
+            )
+        result[name] = value
     return result
 
 

@@ -88,7 +88,16 @@ def test_bad_env_files_say_what_is_wrong(tmp_path: Path, text: str, message: str
 
 @pytest.mark.parametrize(
     ("line", "problem"),
-    [("GITHUB_TOKEN ghp_s3cr3tValue", "it has no '='"), ("=ghp_s3cr3tValue", "nothing comes before its '='")],
+    [
+        ("GITHUB_TOKEN ghp_s3cr3tValue", "it has no '='"),
+        ("=ghp_s3cr3tValue", "nothing comes before its '='"),
+        # Was a variable named 'export GITHUB_TOKEN': the task's token (or PATH) silently not set.
+        (
+            "export GITHUB_TOKEN=ghp_s3cr3tValue",
+            "the name before its '=' holds a space (an 'export' line from a shell",
+        ),
+        ("Bearer ghp_s3cr3tValue=", "the name before its '=' holds a space (a line from a shell file?)"),
+    ],
 )
 def test_a_malformed_line_is_named_by_number_never_quoted(tmp_path: Path, line: str, problem: str) -> None:
     """An env file carries the task's secrets: the error (which lands in the caller's log) says which
