@@ -9,6 +9,7 @@ letter and colon (``file:///C:/...``), and a UNC share puts its server in the au
 from __future__ import annotations
 
 import ntpath
+import os
 import posixpath
 from urllib.parse import quote
 
@@ -38,7 +39,8 @@ def workspace_uri(path: str, host: HostPlatform) -> str:
         raise WorkspacePathError(f"workspace path {path!r} is not absolute")
     # normpath keeps a leading "//" (POSIX leaves its meaning to the system); Linux and macOS treat it as "/".
     normalised = "/" + posixpath.normpath(path).lstrip("/")
-    return "file://" + quote(normalised, safe=_PATH_SAFE)
+    # A name that is not UTF-8 is held as lone surrogates (os.fsdecode): its own bytes are percent-encoded.
+    return "file://" + quote(os.fsencode(normalised), safe=_PATH_SAFE)
 
 
 def _windows_uri(path: str) -> str:

@@ -9,6 +9,7 @@ closed the deleted document before the read but kept the server's last publicati
 from __future__ import annotations
 
 import asyncio
+import os
 from pathlib import Path
 from typing import Any
 
@@ -80,3 +81,27 @@ def test_an_open_file_swapped_for_a_link_out_of_the_workspace_is_never_read_thro
     during, after = asyncio.run(_swapped(folder.resolve(), outside.resolve(), real_servers, tag))
     assert during["ok"] and during["problems"] == [], during
     assert after["ok"] and after["symbols"] == [], after
+
+
+async def _named_in_latin1(folder: Path, real_servers: RealServers, tag: str) -> list[dict[str, Any]]:
+    env = TaskEnvironment.from_agent({**real_servers.overrides(), TAG_VARIABLE: tag})
+    async with IntelService.open([folder], env=env) as service:
+        first = await service.dispatch("code_diagnostics", {"path": "keep.py"}, SLOW)
+        assert first["counts"]["error"] == 1, first
+        (folder / os.fsdecode(b"caf\xe9.py")).write_text("y = 1\n")  # appears in the watched tree
+        after = await service.dispatch("code_diagnostics", {"path": "keep.py"}, SLOW)
+        symbols = await service.dispatch("code_symbols", {"query": "y"}, SLOW)
+        return [after, symbols]
+
+
+def test_a_file_named_in_bytes_that_are_not_utf8_ends_no_call(
+    tmp_path: Path, real_servers: RealServers, tag: str
+) -> None:
+    """Before the fix: once a file whose name is not UTF-8 appeared in the project tree, the next call
+    (any tool) failed with UnicodeEncodeError: the re-sync made the file's URI to announce it."""
+    folder = write(
+        tmp_path / "py", {"pyproject.toml": PYTHON["pyproject.toml"], "keep.py": PYTHON["keep.py"]}
+    )
+    after, symbols = asyncio.run(_named_in_latin1(folder.resolve(), real_servers, tag))
+    assert after["ok"] and after["counts"]["error"] == 1, after
+    assert symbols["ok"], symbols

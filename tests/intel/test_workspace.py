@@ -316,3 +316,16 @@ def test_roots_in_place_until_a_folder_above_a_root_becomes_a_link(tmp_path: Pat
     assert workspace.roots_in_place()
     (base / "a" / "ws").rename(base / "a" / "ws-moved")  # a root gone: not in place either
     assert not workspace.roots_in_place()
+
+
+def test_a_file_named_in_bytes_that_are_not_utf8_has_a_uri_of_those_bytes(tmp_path: Path) -> None:
+    """A file whose name is Latin-1 (an archive unpacked as it was made): Python holds the name with a lone
+    surrogate, and its URI raised UnicodeEncodeError, which ended every tool call once such a file
+    appeared in a project tree (a round-4 trial). Its URI now percent-encodes its bytes, and reads back."""
+    name = os.fsdecode(b"caf\xe9.py")
+    (tmp_path / name).write_text("x = 1\n")
+    workspace = Workspace([tmp_path])
+    file = workspace.resolve(name)
+    assert file.uri == (tmp_path / "x").as_uri()[: -len("x")] + "caf%E9.py"
+    assert workspace.from_uri(file.uri) == file
+    assert workspace.from_uri((tmp_path / "é.py").as_uri()).relative == "é.py"  # UTF-8 names as before

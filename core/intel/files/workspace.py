@@ -22,7 +22,7 @@ import stat
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Final, TypeVar
-from urllib.parse import unquote, urlsplit
+from urllib.parse import unquote_to_bytes, urlsplit
 
 from kandev_lsp.intel.errors import (
     AmbiguousPath,
@@ -334,7 +334,7 @@ class Workspace:
             raise PathOutsideWorkspace(f"file URI on host {parts.netloc!r} is not in the workspace")
         if parts.query or parts.fragment:
             raise PathOutsideWorkspace("file URI with a query or fragment is not a plain file path")
-        path = unquote(parts.path)
+        path = os.fsdecode(unquote_to_bytes(parts.path))  # percent-encoded bytes that are not UTF-8 too
         if self._host.is_windows and re.match(r"^/[A-Za-z]:", path):
             path = path[1:]
         if not os.path.isabs(path):
