@@ -109,7 +109,12 @@ def plugin_suppressed_providers(plugins: PluginHost) -> SuppressedProviders:
 
 log = logging.getLogger("kandev_lsp.broker")
 
-_CLIENT_QUEUE = 1024  # messages waiting for a client's writer; more means the client is not reading
+#: What may wait for one client's writer, in characters (plus :data:`_ENTRY_COST` per message): two
+#: messages of the largest size. More means the client is not reading; so does a write that waits past
+#: the write deadline. Not a count of messages: a server publishes thousands of small ones at once (a
+#: workspace's diagnostics, its log), which a client that reads fine takes in well under the deadline.
+_CLIENT_QUEUE_MESSAGES = 2
+_ENTRY_COST = 64
 #: Client frames held during an install, until serve's ready; the contract's clients send none. In
 #: bytes they are bounded too, by one message's size (``max_message``): 256 frames of 16 MiB would be
 #: 4 GiB held for one connection.
@@ -156,37 +161,42 @@ class _Attachment:
         generation: int,
         write_timeout: float,
         on_stall: Callable[[_Attachment], None],
+        budget: int,
     ) -> None:
         self.websocket = websocket
         self._on_stall = on_stall
         self.generation = generation
-        self.queue: asyncio.Queue[str | None] = asyncio.Queue(_CLIENT_QUEUE)
+        self.queue: asyncio.Queue[str | None] = asyncio.Queue()
+        self._budget = budget
+        self._queued = 0  # what the queue holds, counted as send() counts it
         self.stalled = False
         self.closing: tuple[int, str] | None = None
         self._write_timeout = write_timeout
         self.writer = asyncio.create_task(self._write())
 
     def send(self, text: str) -> bool:
-        """Queue ``text``; False when the queue is full (the client stopped reading)."""
-        try:
-            self.queue.put_nowait(text)
-        except asyncio.QueueFull:
+        """Queue ``text``; False when what waits would pass the budget (the client stopped reading). One
+        message alone always fits."""
+        cost = len(text) + _ENTRY_COST
+        if self._queued and self._queued + cost > self._budget:
             self.stalled = True
             return False
+        self.queue.put_nowait(text)
+        self._queued += cost
         return True
 
     def close(self, code: int, reason: str | None = None) -> None:
         """Close after what is queued (a ready frame, an ack) has been written."""
         if self.closing is None:
             self.closing = (code, CLOSE_REASONS.get(code, "") if reason is None else reason)
-            with contextlib.suppress(asyncio.QueueFull):
-                self.queue.put_nowait(None)
-            if self.queue.full() and asyncio.current_task() is not self.writer:
+            self.queue.put_nowait(None)
+            if self.stalled and asyncio.current_task() is not self.writer:
                 self.writer.cancel()  # it waits on a write that will not finish; the close follows
 
     async def _write(self) -> None:
         try:
             while (text := await self.queue.get()) is not None:
+                self._queued -= len(text) + _ENTRY_COST
                 async with asyncio.timeout(self._write_timeout):
                     await self.websocket.send(text)
         except TimeoutError:
@@ -340,7 +350,11 @@ class LeaseMode:
                 return
         lease = self._leases[lease_id]
         attachment = _Attachment(
-            websocket, generation, self.config.write_timeout, lambda stalled: self._stalled(lease, stalled)
+            websocket,
+            generation,
+            self.config.write_timeout,
+            lambda stalled: self._stalled(lease, stalled),
+            budget=_CLIENT_QUEUE_MESSAGES * self.config.max_message,
         )
         lease.attachment = attachment
         try:

@@ -272,6 +272,46 @@ def test_a_client_that_stops_reading_is_detached_with_4009_and_the_lease_lives_o
     asyncio.run(scenario())
 
 
+def test_a_client_that_reads_a_burst_of_thousands_of_small_messages_stays_attached() -> None:
+    """A server publishes thousands of small messages at once (a workspace's diagnostics, its log): the
+    broker reads them from serve faster than its writer sends them, which is no stall. Before, the
+    client's queue was bounded at 1024 messages, so a client reading as fast as it could was detached
+    with 4009 (here: none of 5 000 messages received); a stall is a write past the deadline, or more
+    queued than two messages of the largest size (docs/broker-contract.md, K15.10)."""
+    burst = 5_000
+
+    async def upstream(ws: ServerConnection) -> None:  # serve, passing on a server's burst
+        await ws.send(json.dumps(READY_FRAME))
+        async for raw in ws:
+            message = json.loads(raw)
+            if message.get("control") == "stop":
+                await ws.close(1000, "stopped")
+                return
+            if message.get("method") in ("initialize", "shutdown"):
+                result = {"capabilities": {}} if message["method"] == "initialize" else None
+                await ws.send(json.dumps({"jsonrpc": "2.0", "id": message["id"], "result": result}))
+            if message.get("method") == "initialized":
+                for number in range(burst):
+                    log = {"type": 3, "message": f"line {number}"}
+                    await ws.send(
+                        json.dumps({"jsonrpc": "2.0", "method": "window/logMessage", "params": log})
+                    )
+
+    async def scenario() -> None:
+        async with serve(upstream, "127.0.0.1", 0) as stand_in:
+            url = f"ws://127.0.0.1:{stand_in.sockets[0].getsockname()[1]}/api/v1/lsp/stream"
+            async with attached(url, continuity=True) as (server, ws):
+                await initialize(ws, (await ready(ws))["workspaceUri"])
+                lines = []
+                async with asyncio.timeout(60):
+                    while len(lines) < burst:
+                        lines.append(json.loads(await ws.recv())["params"]["message"])
+                assert lines == [f"line {number}" for number in range(burst)]  # all, in order
+                assert "lsp_lease_detached 0.0" in await metrics(server)
+
+    asyncio.run(scenario())
+
+
 def test_client_frames_wait_for_the_install_and_a_detach_during_it_leaves_it_running() -> None:
     async def scenario() -> None:
         async with (
