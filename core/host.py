@@ -371,9 +371,16 @@ class PluginHost:
         hook = "kandev_lsp_discover"
         for name, result in self._call(hook, {"language": language, "task": task}):
             label = "" if name == CORE_PLUGIN else f"plugin {name}: "
+            reported = False
             for candidate in self._guarded(name, hook, result):
                 if isinstance(candidate, Candidate):
                     yield replace(candidate, source=label + candidate.source) if label else candidate
+                elif not reported:  # once per call; a path given as a bare str was dropped without a word
+                    reported = True
+                    kind = type(candidate).__name__
+                    self._problem(
+                        name, hook, f"gave a {kind}, not a Candidate; ignored (and any more like it)"
+                    )
 
     def check_candidate(self, language: LanguageSpec, path: str, task: Task) -> str | None:
         """The first rejection reason any plugin gives for ``path``, or None when it may serve."""

@@ -335,3 +335,22 @@ def test_a_hook_returning_the_wrong_type_is_skipped_and_reported() -> None:
         ("wrong", "kandev_lsp_initialization_options", "returned int, not a mapping; ignored"),
         ("wrong", "kandev_lsp_client_capabilities", "returned list, not a mapping; ignored"),
     ]
+
+
+def test_discovered_items_that_are_not_candidates_are_reported(tmp_path: Path) -> None:
+    # A plugin returning paths as strings (an easy first mistake) had them dropped without a word.
+    from kandev_lsp import Candidate
+
+    gopls = fake_executable(tmp_path / "custom", "gopls")
+
+    class Strings:
+        @hookimpl
+        def kandev_lsp_discover(self, language: LanguageSpec) -> list[object]:
+            return [str(tmp_path / "elsewhere" / "gopls"), 42, Candidate(gopls, "custom"), "x"]
+
+    host = make_plugin_host(kandev_lsp_go, Strings(), names=["go", "strings"])
+    task = make_task(str(tmp_path / "ws"), path=[], home=str(tmp_path / "home"))
+    assert resolve_in(host, "go", task).executable == gopls  # the real Candidate still counts
+    [problem] = host.problems
+    assert (problem.plugin, problem.phase) == ("strings", "kandev_lsp_discover")
+    assert problem.error == "gave a str, not a Candidate; ignored (and any more like it)"
