@@ -323,3 +323,26 @@ def test_direct_neighbours_past_the_node_budget_are_counted_not_dropped(workspac
     assert summarize("code_hierarchy", {**result, "ok": True}) == "4 callers (2 of 4 shown)"
     roomy = walk(workspace, "a", expand, "callers", budgets=GraphBudgets(max_nodes=5))
     assert (roomy["totalFound"], roomy["shown"], roomy["truncated"]) == (4, 4, False)
+
+
+def test_an_answer_carries_a_bounded_number_of_call_sites(workspace: Workspace) -> None:
+    """greet called 20 times in each of 300 modules: code_hierarchy callers answered 318 KB (each caller's
+    sites in its item and again in its edge), where references stop at 60 000 characters (a round-4
+    trial). The items' sites come first, then the edges'; past the budget an entry says how many."""
+
+    async def expand(item: dict[str, Any]) -> Sequence[Neighbour]:
+        if item["name"] != "a":
+            return []
+        return [(_item(workspace, name), [_site(LINES[name] + 1, c) for c in range(3)]) for name in "bcd"]
+
+    result = walk(workspace, "a", expand, "callers", budgets=GraphBudgets(max_call_sites=4), limit=2)
+    items, edges = result["items"], result["graph"]["edges"]
+    assert [(i["name"], len(i.get("callSites", [])), i.get("callSiteCount")) for i in items] == [
+        ("b", 3, None),
+        ("c", 1, 3),
+    ]
+    assert [(len(e.get("callSites", [])), e.get("callSiteCount")) for e in edges] == [(0, 3)] * 3
+    assert result["graph"]["truncated"] and result["graph"]["truncatedBy"] == ["callSites"]
+    roomy = walk(workspace, "a", expand, "callers", limit=2)
+    assert [len(e["callSites"]) for e in roomy["graph"]["edges"]] == [3, 3, 3]
+    assert "truncatedBy" not in roomy["graph"] and "callSiteCount" not in str(roomy)

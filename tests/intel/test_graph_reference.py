@@ -206,12 +206,28 @@ def reference(
         graph["truncatedBy"] = sorted(truncated_by)
     if failures:
         graph["failures"] = failures
+    shown = one_hop[:limit]
+    left, cut = budgets.max_call_sites, False  # call sites: the items' first, then the edges'
+    for group in (shown, graph["edges"]):
+        for index, entry in enumerate(group):
+            sites = entry.get("callSites") or []
+            if len(sites) <= left:
+                left -= len(sites)
+                continue
+            cut = True
+            group[index] = {k: v for k, v in entry.items() if k != "callSites"}
+            if left:
+                group[index]["callSites"], left = sites[:left], 0
+            group[index]["callSiteCount"] = len(sites)
+    if cut:
+        graph["truncated"] = True
+        graph["truncatedBy"] = sorted({*graph.get("truncatedBy", ()), "callSites"})
     out: dict[str, Any] = {
         "kind": kind,
-        "items": one_hop[:limit],
+        "items": shown,
         "totalFound": len(one_hop) + len(unlisted),
-        "shown": len(one_hop[:limit]),
-        "truncated": len(one_hop) + len(unlisted) > len(one_hop[:limit]),
+        "shown": len(shown),
+        "truncated": len(one_hop) + len(unlisted) > len(shown),
         "graph": graph,
     }
     if omitted:
@@ -314,6 +330,7 @@ def test_traverse_matches_the_reference(project: tuple[Workspace, list[Any]], da
         depth=data.draw(st.integers(1, 4)),
         max_nodes=data.draw(st.sampled_from([2, 5, 200])),
         max_edges=data.draw(st.sampled_from([1, 4, 500])),
+        max_call_sites=data.draw(st.sampled_from([0, 1, 3, 500])),
     )
     limit = data.draw(st.sampled_from([1, 3, 100]))
 
