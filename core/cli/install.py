@@ -248,6 +248,17 @@ async def _install(
         )
 
 
+def _running_servers(task: Task, language: str) -> list[tuple[int, str]]:
+    """The processes running from ``language``'s managed cache, looked up before it is removed (after,
+    their command lines still name the files, but nothing says they were ours)."""
+    from pathlib import Path
+
+    from kandev_lsp.install.owners import running_from
+
+    root = task.env.cache_root()
+    return running_from(Path(root, language)) if root is not None else []
+
+
 def run_uninstall(args: argparse.Namespace) -> int:
     import asyncio
 
@@ -255,6 +266,7 @@ def run_uninstall(args: argparse.Namespace) -> int:
 
     plugins = load_plugins()
     task = task_from_args(args)
+    running = _running_servers(task, args.language)
 
     async def remove() -> bool:
         async with InstallManager(plugins) as manager:
@@ -271,6 +283,14 @@ def run_uninstall(args: argparse.Namespace) -> int:
         # whose plugin is gone but whose server is still cached was removed above.
         unknown = UnknownLanguageError(args.language, sorted(plugins.languages()))
         return _report(args, _outcome(args, "unknown_language", str(unknown)), ExitStatus.of(unknown.failure))
+    if removed and running:
+        shown = ", ".join(f"{pid} ({name})" for pid, name in running[:5])
+        print(
+            f"kandev-lsp: {args.language}: {len(running)} process(es) still run from the removed files "
+            f"(pid {shown}{', ...' if len(running) > 5 else ''}); they keep what they have open but may fail "
+            "to load more: restart them (restart the editor's language server, or its session)",
+            file=sys.stderr,
+        )
     if args.json:
         print_json(
             {

@@ -17,6 +17,7 @@ import contextlib
 import json
 import os
 import secrets
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -97,4 +98,24 @@ def recorded_owners(folder: Path) -> list[tuple[Path, InstallOwner | None]]:
             with contextlib.suppress(OSError, UnicodeDecodeError):
                 owner = parse_owner(path.read_text(encoding="utf-8"))
         found.append((path, owner))
+    return found
+
+
+def runs_from(folder: str, argv: Sequence[str]) -> bool:
+    """Whether a process started as ``argv`` runs a file under ``folder``: its program, or the script its
+    interpreter was given (``node <cache>/.../langserver.index.js``)."""
+    prefix = folder.rstrip("/\\") + os.sep
+    return any(arg.startswith(prefix) for arg in argv)
+
+
+def running_from(folder: Path) -> list[tuple[int, str]]:
+    """The live processes (pid, name) started from a file under ``folder``: servers a language's managed
+    cache is running, which ``uninstall`` leaves without the files they still load (pyright reads its
+    stubs lazily). Best effort: a process whose command line cannot be read is not counted."""
+    prefixes = {str(folder), os.path.realpath(folder)}
+    found: list[tuple[int, str]] = []
+    for process in psutil.process_iter(["pid", "name", "cmdline"]):
+        argv = process.info.get("cmdline") or []
+        if process.info["pid"] != os.getpid() and any(runs_from(prefix, argv) for prefix in prefixes):
+            found.append((process.info["pid"], process.info.get("name") or "?"))
     return found
