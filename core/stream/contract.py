@@ -157,6 +157,21 @@ def settings_request(body: bytes, frame: Mapping[str, Any] | None = None) -> Set
     return SettingsRequest(settings)
 
 
+def refused_control(frame: Mapping[str, Any], size: int) -> str:
+    """serve's answer to a control frame it does not act on (pure): ``frame`` is the message's
+    :func:`control_object`, ``size`` its length. Such a frame is never the server's: a language server
+    takes an object that is not JSON-RPC for a broken stream (gopls exits on one)."""
+    name = frame.get("control")
+    if name == "settings" and size > MAX_SETTINGS_FRAME:
+        error = "too_large"
+    elif name in ("stop", "settings"):
+        error = "bad_request"  # a stop over 1 KiB; settings that are not an object; settings before ready
+    else:
+        error = "unknown_control"
+    shown = name[:64] if isinstance(name, str) else "?"
+    return frame_text({"ack": shown, "ok": False, "error": error})
+
+
 def settings_frame(settings: Mapping[str, Any] | None = None) -> str:
     """The settings request a stream client (the broker) sends."""
     return frame_text(

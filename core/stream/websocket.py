@@ -33,6 +33,7 @@ from kandev_lsp.stream.contract import (
     MAX_SETTINGS_FRAME,
     control_object,
     is_stop_frame,
+    refused_control,
     settings_ack,
     settings_request,
 )
@@ -214,18 +215,22 @@ class WebSocketChannel:
                 yield body
 
     async def _control(self, body: bytes) -> bool:
-        """Act on a control frame: True when ``body`` was one (it is not forwarded)."""
-        frame = control_object(body, MAX_SETTINGS_FRAME)  # parsed once, for every control frame
+        """Act on a control frame: True when ``body`` was one (it is not forwarded). One serve does not
+        act on (an unknown control, a settings request over its limit) is answered with an error ack,
+        never passed to the server, which would take it for a broken stream."""
+        frame = control_object(body, self._max_message)  # parsed once, for every control frame
         if frame is None:
             return False
         if is_stop_frame(body, frame):
             raise StopRequested
-        request = settings_request(body, frame) if self._on_settings is not None else None
+        fits = len(body) <= MAX_SETTINGS_FRAME
+        request = settings_request(body, frame) if self._on_settings is not None and fits else None
         if request is None or self._on_settings is None:
-            return False
-        changed = self._on_settings(request.settings)
+            answer = refused_control(frame, len(body))
+        else:
+            answer = settings_ack(self._on_settings(request.settings))
         with contextlib.suppress(ClientGone):
-            await self.send(settings_ack(changed).encode("utf-8"))
+            await self.send(answer.encode("utf-8"))
         return True
 
     async def _receive(self) -> bytes:

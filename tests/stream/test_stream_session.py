@@ -217,6 +217,40 @@ def test_serve_shutdown_closes_connections_with_1001(kit: StreamKit) -> None:
     asyncio.run(scenario())
 
 
+def test_a_control_frame_serve_does_not_act_on_is_answered_not_passed_to_the_server(kit: StreamKit) -> None:
+    """An unknown control, a settings request over 256 KiB or a stop frame over 1 KiB was traffic: serve
+    passed it to the language server, and gopls exits on an object that is not JSON-RPC (tried: a
+    300 KiB settings request after initialize, then 4006 'server stopped'). It is answered with an error
+    ack now; the server never sees it and the connection carries on. The echoing fake server is the
+    oracle: whatever reaches it comes back."""
+    frames = {
+        '{"control":"bogus","id":1}': {"ack": "bogus", "ok": False, "error": "unknown_control"},
+        json.dumps({"control": "settings", "settings": {"big": "x" * (300 * 1024)}}): {
+            "ack": "settings",
+            "ok": False,
+            "error": "too_large",
+        },
+        '{"control":"settings","settings":[1]}': {"ack": "settings", "ok": False, "error": "bad_request"},
+        json.dumps({"control": "stop", "id": "i" * 2048}): {
+            "ack": "stop",
+            "ok": False,
+            "error": "bad_request",
+        },
+        '{"control":7}': {"ack": "?", "ok": False, "error": "unknown_control"},
+    }
+
+    async def scenario() -> None:
+        async with kit.serve(kit.plugins()) as server, kit.connect(server, "fake-echo") as ws:
+            await _ready(ws)
+            for body, answer in frames.items():
+                await ws.send(body)
+                assert json.loads(await ws.recv()) == answer  # not the echo of the frame
+            await ws.send('{"jsonrpc":"2.0","method":"marker"}')
+            assert json.loads(await ws.recv())["method"] == "marker"  # the first thing the server echoed
+
+    asyncio.run(scenario())
+
+
 def test_a_control_frame_nested_past_the_parsers_depth_is_traffic_not_a_crash(
     kit: StreamKit, caplog: pytest.LogCaptureFixture
 ) -> None:
