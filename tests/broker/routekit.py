@@ -8,7 +8,7 @@ import asyncio
 import contextlib
 import json
 import shutil
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 from typing import Any, Final
 
@@ -220,6 +220,27 @@ async def metrics(server: BrokerServer) -> str:
 
 
 @contextlib.asynccontextmanager
+async def stand_in(
+    handler: Callable[[ServerConnection], Awaitable[None]], **options: Any
+) -> AsyncIterator[str]:
+    """A stand-in serve on 127.0.0.1 whose connections ``handler`` serves: its stream URL."""
+    async with serve(handler, "127.0.0.1", 0, **options) as server:
+        yield f"ws://127.0.0.1:{server.sockets[0].getsockname()[1]}/api/v1/lsp/stream"
+
+
+async def messages_until_stop(ws: ServerConnection) -> AsyncIterator[dict[str, Any]]:
+    """A stand-in serve's side of a lease: the ready frame, then each message the broker sends, parsed,
+    until its stop frame, which is answered as serve does (close 1000 ``stopped``)."""
+    await ws.send(json.dumps(READY_FRAME))
+    async for raw in ws:
+        message = json.loads(raw)
+        if message.get("control") == "stop":
+            await ws.close(1000, "stopped")
+            return
+        yield message
+
+
+@contextlib.asynccontextmanager
 async def fake_upstream(behaviour: str, record: list[dict[str, Any]] | None = None) -> AsyncIterator[str]:
     """A stand-in for serve, for faults a real one does not produce on demand. It sends ``ready``, then:
     ``drop`` drops the TCP connection after the first message (no close frame: 1006); a number closes
@@ -268,6 +289,5 @@ async def fake_upstream(behaviour: str, record: list[dict[str, Any]] | None = No
         else:
             await ws.close(int(behaviour), "server stopped")
 
-    async with serve(handler, "127.0.0.1", 0, max_size=None) as server:
-        port = server.sockets[0].getsockname()[1]
-        yield f"ws://127.0.0.1:{port}/api/v1/lsp/stream"
+    async with stand_in(handler, max_size=None) as url:
+        yield url

@@ -14,7 +14,6 @@ from pathlib import Path
 import pytest
 from kandev_lsp.broker.directory import FileExecutionDirectory
 from routekit import (
-    READY_FRAME,
     SERVE_TOKEN,
     SpyDirectory,
     attached,
@@ -25,15 +24,17 @@ from routekit import (
     fake_upstream,
     frame_with,
     initialize,
+    messages_until_stop,
     metrics,
     needs_gopls,
     one_session,
     ready,
     real_serve,
+    stand_in,
     tagged_named,
     until,
 )
-from websockets.asyncio.server import ServerConnection, serve
+from websockets.asyncio.server import ServerConnection
 
 pytestmark = needs_gopls
 
@@ -281,12 +282,7 @@ def test_a_client_that_reads_a_burst_of_thousands_of_small_messages_stays_attach
     burst = 5_000
 
     async def upstream(ws: ServerConnection) -> None:  # serve, passing on a server's burst
-        await ws.send(json.dumps(READY_FRAME))
-        async for raw in ws:
-            message = json.loads(raw)
-            if message.get("control") == "stop":
-                await ws.close(1000, "stopped")
-                return
+        async for message in messages_until_stop(ws):
             if message.get("method") in ("initialize", "shutdown"):
                 result = {"capabilities": {}} if message["method"] == "initialize" else None
                 await ws.send(json.dumps({"jsonrpc": "2.0", "id": message["id"], "result": result}))
@@ -298,16 +294,14 @@ def test_a_client_that_reads_a_burst_of_thousands_of_small_messages_stays_attach
                     )
 
     async def scenario() -> None:
-        async with serve(upstream, "127.0.0.1", 0) as stand_in:
-            url = f"ws://127.0.0.1:{stand_in.sockets[0].getsockname()[1]}/api/v1/lsp/stream"
-            async with attached(url, continuity=True) as (server, ws):
-                await initialize(ws, (await ready(ws))["workspaceUri"])
-                lines = []
-                async with asyncio.timeout(60):
-                    while len(lines) < burst:
-                        lines.append(json.loads(await ws.recv())["params"]["message"])
-                assert lines == [f"line {number}" for number in range(burst)]  # all, in order
-                assert "lsp_lease_detached 0.0" in await metrics(server)
+        async with stand_in(upstream) as url, attached(url, continuity=True) as (server, ws):
+            await initialize(ws, (await ready(ws))["workspaceUri"])
+            lines = []
+            async with asyncio.timeout(60):
+                while len(lines) < burst:
+                    lines.append(json.loads(await ws.recv())["params"]["message"])
+            assert lines == [f"line {number}" for number in range(burst)]  # all, in order
+            assert "lsp_lease_detached 0.0" in await metrics(server)
 
     asyncio.run(scenario())
 
@@ -343,28 +337,23 @@ def test_a_tab_that_attaches_during_the_install_is_told_it_is_installing() -> No
         await ws.send(json.dumps({"status": "installing", "language": "go"}))
         await finish_install.wait()
         await ws.send(json.dumps({"status": "installed", "language": "go"}))
-        await ws.send(json.dumps(READY_FRAME))
-        async for raw in ws:
-            if json.loads(raw).get("control") == "stop":
-                await ws.close(1000, "stopped")
-                return
+        async for _ in messages_until_stop(ws):
+            pass
 
     async def scenario() -> None:
-        async with serve(upstream, "127.0.0.1", 0) as stand_in:
-            url = f"ws://127.0.0.1:{stand_in.sockets[0].getsockname()[1]}/api/v1/lsp/stream"
-            async with broker(one_session(url), continuity=True) as server:
-                try:
-                    async with client(server, "/lsp/s1?language=go") as ws:
+        async with stand_in(upstream) as url, broker(one_session(url), continuity=True) as server:
+            try:
+                async with client(server, "/lsp/s1?language=go") as ws:
+                    assert json.loads(await ws.recv()) == {"status": "installing", "language": "go"}
+                async with client(server, "/lsp/s1?language=go") as ws:  # the reload claims the lease
+                    async with asyncio.timeout(10):  # the install is held: only the broker can say it
                         assert json.loads(await ws.recv()) == {"status": "installing", "language": "go"}
-                    async with client(server, "/lsp/s1?language=go") as ws:  # the reload claims the lease
-                        async with asyncio.timeout(10):  # the install is held: only the broker can say it
-                            assert json.loads(await ws.recv()) == {"status": "installing", "language": "go"}
-                        finish_install.set()
-                        assert json.loads(await ws.recv()) == {"status": "installed", "language": "go"}
-                        assert (await ready(ws))["resumed"] is False
-                        assert "lsp_lease_active 1.0" in await metrics(server)  # one lease, one install
-                finally:
-                    finish_install.set()  # a failed run must not leave the stand-in waiting forever
+                    finish_install.set()
+                    assert json.loads(await ws.recv()) == {"status": "installed", "language": "go"}
+                    assert (await ready(ws))["resumed"] is False
+                    assert "lsp_lease_active 1.0" in await metrics(server)  # one lease, one install
+            finally:
+                finish_install.set()  # a failed run must not leave the stand-in waiting forever
 
     asyncio.run(scenario())
 

@@ -17,9 +17,18 @@ import logging
 from typing import Any
 
 import pytest
-from routekit import READY_FRAME, attached, closed_with, fake_upstream, initialize, ready, request
+from routekit import (
+    attached,
+    closed_with,
+    fake_upstream,
+    initialize,
+    messages_until_stop,
+    ready,
+    request,
+    stand_in,
+)
 from test_route_real_pyright import next_frame
-from websockets.asyncio.server import ServerConnection, serve
+from websockets.asyncio.server import ServerConnection
 
 DEEP = "[" * 100_000 + "]" * 100_000
 
@@ -59,12 +68,7 @@ def test_a_server_message_the_parser_refuses_is_skipped_and_the_lease_reads_on(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     async def upstream(ws: ServerConnection) -> None:
-        await ws.send(json.dumps(READY_FRAME))
-        async for raw in ws:
-            message = json.loads(raw)
-            if message.get("control") == "stop":
-                await ws.close(1000, "stopped")
-                return
+        async for message in messages_until_stop(ws):
             if message.get("method") in ("initialize", "shutdown", "x/ping"):
                 await ws.send('{"jsonrpc":"2.0","method":"x/deep","params":' + DEEP + "}")
                 await ws.send(
@@ -72,16 +76,14 @@ def test_a_server_message_the_parser_refuses_is_skipped_and_the_lease_reads_on(
                 )
 
     async def scenario() -> None:
-        async with serve(upstream, "127.0.0.1", 0) as stand_in:
-            url = f"ws://127.0.0.1:{stand_in.sockets[0].getsockname()[1]}/api/v1/lsp/stream"
-            async with attached(url, continuity=True) as (_, ws):
-                frame = await ready(ws)
-                await initialize(ws, frame["workspaceUri"])
-                answer = await request(ws, 5, "x/ping", {})
-                assert answer["result"] == {"capabilities": {}}  # the reader read on past the deep one
-                await ws.send(json.dumps({"control": "stop", "id": "s"}))
-                ack = await next_frame(ws, lambda f: f.get("ack") == "stop")
-                assert ack["confirmed"] is True
+        async with stand_in(upstream) as url, attached(url, continuity=True) as (_, ws):
+            frame = await ready(ws)
+            await initialize(ws, frame["workspaceUri"])
+            answer = await request(ws, 5, "x/ping", {})
+            assert answer["result"] == {"capabilities": {}}  # the reader read on past the deep one
+            await ws.send(json.dumps({"control": "stop", "id": "s"}))
+            ack = await next_frame(ws, lambda f: f.get("ack") == "stop")
+            assert ack["confirmed"] is True
 
     with caplog.at_level(logging.INFO):
         asyncio.run(scenario())
