@@ -88,6 +88,18 @@ def test_the_built_in_languages_say_what_a_nested_project_means() -> None:
              "coverage": {"kind": "partial", "filesWithDiagnostics": 1, "filesOpen": 1}},
             "0 errors, 0 warnings (partial: as published for 1 file; activateWorkspace checks every file)",
         ),
+        (  # round 4: a list cut by limit says how much of it is shown, as the other tools' summaries do
+            {"ok": True, "status": "current", "counts": {"error": 5, "warning": 0},
+             "allCounts": {"error": 5, "warning": 0}, "problems": [{}] * 2, "totalFound": 5, "shown": 2,
+             "truncated": True},
+            "5 errors, 0 warnings (2 of 5 shown)",
+        ),
+        (  # round 4: severity "error" left 3 warnings out: never "0 warnings"
+            {"ok": True, "status": "current", "counts": {"error": 1, "warning": 0},
+             "allCounts": {"error": 1, "warning": 3}, "problems": [{}], "totalFound": 1, "shown": 1,
+             "truncated": False},
+            "1 error, 3 warnings (1 of 4 shown)",
+        ),
         (  # round 4: an activated read that opened only activationLimit of the files says so
             {"ok": True, "status": "current", "counts": {"error": 0, "warning": 0},
              "coverage": {"kind": "partial", "filesWithDiagnostics": 50, "filesOpen": 50,

@@ -249,7 +249,9 @@ def summarize(tool: str, result: Mapping[str, Any]) -> str:
     if tool == "code_hover":
         return _one_line(str(result.get("text", ""))) or "no hover information"
     if tool == "code_diagnostics":
-        raw_counts = result.get("counts")
+        # The scope's counts before the severity filter (allCounts): "0 warnings" is never said of warnings
+        # the filter left out; how many of them the answer lists follows.
+        raw_counts = result.get("allCounts", result.get("counts"))
         counts: Mapping[str, Any] = raw_counts if isinstance(raw_counts, Mapping) else {}
         parts = [
             plural(int(counts.get("error", 0)), "error"),
@@ -257,6 +259,9 @@ def summarize(tool: str, result: Mapping[str, Any]) -> str:
         ]
         parts += [plural(int(counts[key]), key) for key in ("info", "hint") if counts.get(key)]
         line = ", ".join(parts)
+        listed, found = result.get("shown"), sum(int(value) for value in counts.values())
+        if isinstance(listed, int) and listed < found:  # cut by limit, or by severity
+            line += f" ({listed} of {found} shown)"
         status = result.get("status")
         if status in ("settling", "quiet"):  # not the server's confirmed word on the code on disk
             line += f" ({status})"
