@@ -296,7 +296,7 @@ def load_settings(
         raise SettingsError(
             f"settings file {chosen} is not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}"
         ) from exc
-    except jsontext.NestedTooDeeply as exc:
+    except jsontext.UnacceptableJson as exc:
         raise SettingsError(f"settings file {chosen} is not valid JSON: {exc}") from exc
     return parse_settings(data, where=f"settings file {chosen}", known=known, path=chosen)
 

@@ -171,7 +171,7 @@ def load_env_file(path: str) -> dict[str, str]:
             raise TaskEnvironmentError(
                 f"task environment file {path!r} is not valid JSON (line {exc.lineno}): {exc.msg}"
             ) from exc
-        except jsontext.NestedTooDeeply as exc:
+        except jsontext.UnacceptableJson as exc:
             raise TaskEnvironmentError(f"task environment file {path!r} is not valid JSON: {exc}") from exc
         if not all(isinstance(k, str) and isinstance(v, str) for k, v in data.items()):
             raise TaskEnvironmentError(

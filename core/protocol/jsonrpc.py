@@ -8,11 +8,11 @@ Messages are plain dicts so nothing is lost when a peer sends fields we do not m
 from __future__ import annotations
 
 import json
-import math
 from collections.abc import Mapping
 from enum import IntEnum, StrEnum
 from typing import Any, Final, TypeAlias
 
+from kandev_lsp.jsontext import finite_float, reject_constant
 from kandev_lsp.protocol.errors import MalformedMessage
 
 __all__ = [
@@ -58,21 +58,6 @@ class ErrorCode(IntEnum):
     REQUEST_CANCELLED = -32800
 
 
-def _reject_constant(name: str) -> Any:
-    # Python's json accepts NaN and Infinity, which are not JSON: other peers would choke on them.
-    raise ValueError(f"{name} is not valid JSON")
-
-
-def _finite_float(text: str) -> float:
-    # A number past a double's range (1e400) reads as inf, which json.dumps writes back as Infinity: not
-    # JSON. A peer that re-serializes (the broker's lease mode) turned one valid number into a message
-    # its server could not parse (gopls exited on it), so it is refused like the constants.
-    value = float(text)
-    if math.isinf(value):
-        raise ValueError(f"the number {text[:32]} is out of range")
-    return value
-
-
 def _json_type(value: object) -> str:
     if isinstance(value, list):
         return "an array (LSP does not use JSON-RPC batches)"
@@ -95,7 +80,7 @@ def parse_message(body: bytes | str) -> dict[str, Any]:
             f"a message body is not valid UTF-8 (byte {error.start}); LSP bodies are UTF-8 JSON"
         ) from None
     try:
-        message = json.loads(text, parse_constant=_reject_constant, parse_float=_finite_float)
+        message = json.loads(text, parse_constant=reject_constant, parse_float=finite_float)
     except json.JSONDecodeError as error:
         raise MalformedMessage(
             f"a message body is not valid JSON: {error.msg} at line {error.lineno} column {error.colno}"

@@ -1,6 +1,8 @@
-"""JSON nested past the parser's depth is unreadable text with its command's own error, not a traceback.
+"""JSON nested past the parser's depth, NaN, Infinity or a number out of range is unacceptable text with
+its command's own error, not a traceback (or, for NaN in settings, a session that dies when it sends them).
 
-``json.loads`` raises RecursionError for it (a few KB of ``[``), which every "not JSON" branch missed.
+``json.loads`` raises RecursionError for the first (a few KB of ``[``), which every "not JSON" branch
+missed, and accepts the others, which ``json.dumps(allow_nan=False)`` then refuses mid-session.
 """
 
 from __future__ import annotations
@@ -28,10 +30,33 @@ DEEP_OBJECT = '{"a":' * 20_000
 
 @pytest.mark.parametrize("text", [DEEP, DEEP_OBJECT, DEEP.encode()])
 def test_loads_turns_too_deep_into_a_value_error(text: str | bytes) -> None:
-    with pytest.raises(jsontext.NestedTooDeeply, match="nested too deeply") as caught:
+    with pytest.raises(jsontext.UnacceptableJson, match="nested too deeply") as caught:
         jsontext.loads(text)
     assert isinstance(caught.value, ValueError)
     assert jsontext.loads('{"a": [1, {"b": null}]}') == {"a": [1, {"b": None}]}
+
+
+@pytest.mark.parametrize(
+    ("text", "reason"),
+    [
+        ('{"a": NaN}', "NaN is not valid JSON"),
+        ('{"a": [-Infinity]}', "-Infinity is not valid JSON"),
+        ('{"a": 1e999}', "the number 1e999 is out of range"),
+        ('{"a": ' + "9" * 5000 + "}", "Exceeds the limit"),
+    ],
+)
+def test_loads_refuses_what_is_not_json(text: str, reason: str) -> None:
+    with pytest.raises(jsontext.UnacceptableJson, match=reason):
+        jsontext.loads(text)
+
+
+def test_a_settings_file_with_nan_is_refused_before_any_server_gets_it(tmp_path: Path) -> None:
+    # It was taken; `run python` then died with a ValueError traceback (allow_nan=False) on pyright's
+    # first workspace/configuration request, and `config python` printed NaN, which is not JSON either.
+    path = tmp_path / "settings.json"
+    path.write_text('{"lsp_server_configs": {"python": {"python": {"analysis": {"x": NaN}}}}}')
+    with pytest.raises(SettingsError, match=r"settings\.json is not valid JSON: NaN is not valid JSON"):
+        load_settings(str(path))
 
 
 def test_a_deep_settings_file_is_a_settings_error(tmp_path: Path) -> None:
