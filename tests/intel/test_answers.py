@@ -104,7 +104,15 @@ def test_the_built_in_languages_say_what_a_nested_project_means() -> None:
             {"ok": True, "status": "current", "counts": {"error": 0, "warning": 0},
              "coverage": {"kind": "partial", "filesWithDiagnostics": 50, "filesOpen": 50,
                           "eligibleFiles": 302, "ratio": 0.166, "activated": 50}},
-            "0 errors, 0 warnings (partial: 50 of 302 files checked; activationLimit opens more)",
+            "0 errors, 0 warnings (partial: 50 of 302 files checked; a higher activationLimit (at most 200)"
+            " checks more)",
+        ),
+        (  # at the most activationLimit allows, no higher limit to suggest
+            {"ok": True, "status": "current", "counts": {"error": 0, "warning": 0},
+             "coverage": {"kind": "partial", "filesWithDiagnostics": 200, "filesOpen": 200,
+                          "eligibleFiles": 302, "ratio": 0.662, "activated": 200}},
+            "0 errors, 0 warnings (partial: 200 of 302 files checked; the most one call opens; ask about"
+            " the others by path or rootId)",
         ),
         (  # every eligible file opened: the whole workspace's word
             {"ok": True, "status": "current", "counts": {"error": 0, "warning": 0},

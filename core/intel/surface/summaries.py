@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from typing import Any, Final
 
 from kandev_lsp.intel.runtime.notices import NO_SERVER
+from kandev_lsp.intel.surface.schemas import MAX_ACTIVATION
 
 __all__ = ["plural", "summarize"]
 
@@ -273,7 +274,12 @@ def summarize(tool: str, result: Mapping[str, Any]) -> str:
         activated, eligible = coverage.get("activated"), coverage.get("eligibleFiles")
         if isinstance(activated, int) and isinstance(eligible, int) and activated < eligible:
             # activationLimit opened only some of the files: "0 errors" is about those alone
-            line += f" (partial: {activated} of {eligible} files checked; activationLimit opens more)"
+            more = (
+                f"a higher activationLimit (at most {MAX_ACTIVATION}) checks more"
+                if activated < MAX_ACTIVATION
+                else "the most one call opens; ask about the others by path or rootId"
+            )
+            line += f" (partial: {activated} of {eligible} files checked; {more})"
         unchecked = result.get("notChecked")
         if isinstance(unchecked, list) and unchecked:  # languages no server answered for
             names = ", ".join(str(_mapping(entry).get("language")) for entry in unchecked)
