@@ -74,6 +74,7 @@ def run_run(args: argparse.Namespace) -> int:
 
     configure_logging(args.log_level)
     task = stream_task(args)
+    frames = _frames_only_stdout()
     plugins = load_plugins()
     settings = open_settings(args, plugins.languages())
     lifecycle = Lifecycle(plugins, settings=settings)
@@ -101,10 +102,29 @@ def run_run(args: argparse.Namespace) -> int:
             return launch_exit_code(exc.failure)
     import asyncio
 
-    status = asyncio.run(run_stdio(plugins, task, resolution, settings, signalled=signalled, started=started))
+    status = asyncio.run(
+        run_stdio(plugins, task, resolution, settings, signalled=signalled, stdout=frames, started=started)
+    )
     if signalled:
         die_by_signal(signalled[0])
     return status
+
+
+def _frames_only_stdout() -> BinaryIO | None:
+    """The editor's stdout, for LSP frames only, with file descriptor 1 (``sys.stdout``) pointed at
+    stderr from now on. A third-party plugin that prints (at import, or in a hook) wrote into the editor's
+    LSP stream before the first frame, which an editor takes for a broken server; now its text lands in
+    the editor's log with the rest of stderr. The duplicate is not inherited (PEP 446), so the server's
+    tree holds no copy of the editor's pipe. None when stdout is not open: :func:`open_stdio` says so."""
+    import os
+
+    try:
+        sys.stdout.flush()
+        frames = os.fdopen(os.dup(1), "wb", buffering=0)
+        os.dup2(2, 1)
+    except (OSError, ValueError, AttributeError):
+        return None
+    return frames
 
 
 def _record_stop_signals(received: list[int]) -> None:

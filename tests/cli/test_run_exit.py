@@ -121,3 +121,56 @@ def test_the_server_exit_note_says_how_it_ended(returncode: int | None, answered
     from kandev_lsp.cli.run import server_exit_note
 
     assert how in server_exit_note("python", "/opt/pyright", returncode, answered=answered)
+
+
+def test_a_plugin_that_prints_writes_to_stderr_not_into_the_editors_stream(tmp_path: Path) -> None:
+    # A third-party plugin printing at import (and in a hook) put its text on run's stdout before the
+    # first frame, which an editor takes for a broken server ('chatty plugin loaded\nContent-Length: ...').
+    import os
+    import subprocess
+
+    from kandev_lsp.testing import fake_executable
+
+    site = tmp_path / "site"
+    info = site / "chatty-1.0.dist-info"
+    info.mkdir(parents=True)
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: chatty\nVersion: 1.0\n")
+    (info / "entry_points.txt").write_text("[kandev_lsp]\nchatty = chatty_plugin\n")
+    (site / "chatty_plugin.py").write_text(
+        "print('chatty plugin loaded')\nfrom kandev_lsp import hookimpl\n\n"
+        "@hookimpl\ndef kandev_lsp_default_settings(language):\n    print('computing defaults')\n    return {}\n"
+    )
+    bin_dir = tmp_path / "bin"
+    fake_executable(  # answers initialize, then reads until its input ends
+        bin_dir,
+        "gopls",
+        "import sys\nh = b''\nwhile not h.endswith(b'\\r\\n\\r\\n'):\n    h += sys.stdin.buffer.read(1)\n"
+        "sys.stdin.buffer.read(int(h.split(b':')[1]))\n"
+        'b = b\'{"jsonrpc":"2.0","id":1,"result":{"capabilities":{}}}\'\n'
+        "sys.stdout.buffer.write(b'Content-Length: %d\\r\\n\\r\\n' % len(b) + b)\nsys.stdout.buffer.flush()\n"
+        "sys.stdin.buffer.read()\n",
+    )
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    body = b'{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"processId":null,"capabilities":{}}}'
+    argv = [sys.executable, "-m", "kandev_lsp.cli", "run", "go", "--workspace", str(workspace)]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(site), os.environ.get("PYTHONPATH", "")])}
+    pipe = subprocess.PIPE
+    task = [f"--env=PATH={bin_dir}", f"--env=HOME={tmp_path}"]
+    with subprocess.Popen([*argv, *task], stdin=pipe, stdout=pipe, stderr=pipe, env=env) as process:
+        try:
+            assert process.stdin is not None and process.stdout is not None and process.stderr is not None
+            process.stdin.write(b"Content-Length: %d\r\n\r\n%s" % (len(body), body))
+            process.stdin.flush()
+            header = process.stdout.read(len(b"Content-Length: "))  # the first bytes the editor reads
+            process.stdin.close()
+            rest = process.stdout.read()
+            status = process.wait(timeout=60)
+            stderr = process.stderr.read().decode()
+        finally:
+            if process.poll() is None:
+                process.kill()
+    assert header == b"Content-Length: ", header + rest[:200]
+    assert b"chatty" not in rest and b'"capabilities"' in rest
+    assert "chatty plugin loaded\n" in stderr and "computing defaults\n" in stderr
+    assert status == 0, stderr
