@@ -189,9 +189,14 @@ def load_plugins(*, report: bool = True) -> PluginHost:
     """Plugins from entry points. Their load problems and warnings go to stderr, once each, so they are
     never silent; ``report=False`` is for the commands that list them in their own output (``plugins``,
     ``doctor``)."""
+    import contextlib
+
     from kandev_lsp.host import PluginHost
 
-    plugins = PluginHost.load()
+    # What a plugin prints while it is imported is not the command's output: it would come before a
+    # --json answer (`resolve go --json | jq` failed on 'chatty plugin loaded'), or the stdio servers' frames.
+    with contextlib.redirect_stdout(sys.stderr):
+        plugins = PluginHost.load()
     if report:
         for message in [*map(str, plugins.problems), *plugins.warnings]:
             print(f"kandev-lsp: warning: {message}", file=sys.stderr)

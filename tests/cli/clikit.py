@@ -33,3 +33,18 @@ def broken_plugin_site(root: Path) -> Path:
     (info / "METADATA").write_text("Metadata-Version: 2.1\nName: kandev-lsp-broken\nVersion: 1.0\n")
     (info / "entry_points.txt").write_text("[kandev_lsp]\nbroken = kandev_lsp_no_such_module\n")
     return root
+
+
+def printing_plugin_site(root: Path) -> Path:
+    """A site folder holding a plugin that prints 'chatty plugin loaded' at import and 'computing
+    defaults' in its default_settings hook (it declares no language): stray stdout a command must keep
+    off its own output."""
+    info = root / "chatty-1.0.dist-info"
+    info.mkdir(parents=True)
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: chatty\nVersion: 1.0\n")
+    (info / "entry_points.txt").write_text("[kandev_lsp]\nchatty = chatty_plugin\n")
+    (root / "chatty_plugin.py").write_text(
+        "print('chatty plugin loaded')\nfrom kandev_lsp import hookimpl\n\n"
+        "@hookimpl\ndef kandev_lsp_default_settings(language):\n    print('computing defaults')\n    return {}\n"
+    )
+    return root

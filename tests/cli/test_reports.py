@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 
 import pytest
-from clikit import broken_plugin_site, kandev
+from clikit import broken_plugin_site, kandev, printing_plugin_site
 
 BROKEN = "plugin 'broken' failed to load"
 
@@ -90,3 +90,14 @@ def test_config_prints_text_and_json_names_the_settings_file_by_path(tmp_path: P
     )
     assert default["settingsFile"] == str(tmp_path / "cfg" / "kandev-lsp" / "settings.json")
     assert default["settingsFilePresent"] is False
+
+
+@pytest.mark.parametrize(
+    "args", [["resolve", "go", "--json"], ["plugins", "--json"], ["languages", "--json"]]
+)
+def test_what_a_plugin_prints_at_import_is_kept_off_a_json_answer(args: list[str], tmp_path: Path) -> None:
+    # It came first on stdout: `resolve go --json | jq` failed on 'chatty plugin loaded'.
+    site = printing_plugin_site(tmp_path / "site")
+    result = kandev(*args, env={"PYTHONPATH": str(site), "HOME": str(tmp_path)}, cwd=tmp_path)
+    json.loads(result.stdout)  # the whole of stdout is the answer
+    assert "chatty plugin loaded\n" in result.stderr

@@ -129,17 +129,10 @@ def test_a_plugin_that_prints_writes_to_stderr_not_into_the_editors_stream(tmp_p
     import os
     import subprocess
 
+    from clikit import printing_plugin_site
     from kandev_lsp.testing import fake_executable
 
-    site = tmp_path / "site"
-    info = site / "chatty-1.0.dist-info"
-    info.mkdir(parents=True)
-    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: chatty\nVersion: 1.0\n")
-    (info / "entry_points.txt").write_text("[kandev_lsp]\nchatty = chatty_plugin\n")
-    (site / "chatty_plugin.py").write_text(
-        "print('chatty plugin loaded')\nfrom kandev_lsp import hookimpl\n\n"
-        "@hookimpl\ndef kandev_lsp_default_settings(language):\n    print('computing defaults')\n    return {}\n"
-    )
+    site = printing_plugin_site(tmp_path / "site")
     bin_dir = tmp_path / "bin"
     fake_executable(  # answers initialize, then reads until its input ends
         bin_dir,
