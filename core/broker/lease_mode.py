@@ -608,6 +608,9 @@ class LeaseMode:
                 if message is None:
                     continue
                 if message.get("ack") == "settings" and "jsonrpc" not in message:
+                    if message.get("ok") is False:  # refused (too large for serve): what it had applies
+                        error = str(message.get("error"))[:32]
+                        log_event(log, "settings_refused", logging.WARNING, error=error)
                     if lease.settings_acks:  # serve has the settings, and told the server (K14.11)
                         lease.settings_acks.popleft().set_result(message.get("changed") is True)
                 else:

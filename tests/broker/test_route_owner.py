@@ -4,12 +4,27 @@ settings, in the settings frame, before any client message (K14.8, K14.9; issue 
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
+import pytest
 from kandev_lsp.broker.auth import Caller, CallerRequest
 from kandev_lsp.broker.route import BrokerConfig, BrokerServer
-from routekit import SpyDirectory, execution_for, fake_upstream, initialize
+from routekit import (
+    SpyDirectory,
+    broker,
+    client,
+    execution_for,
+    fake_upstream,
+    initialize,
+    metrics,
+    needs_gopls,
+    one_session,
+    real_serve,
+    request,
+)
 from test_route_leases import ready
 from websockets.asyncio.client import connect
 
@@ -57,3 +72,33 @@ def test_each_lease_gets_the_settings_of_the_owner_that_created_it() -> None:
         )
 
     asyncio.run(scenario())
+
+
+@needs_gopls
+def test_an_owner_settings_request_too_large_for_serve_is_refused_and_gopls_runs_on(
+    tmp_path: Path, tag: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """An owner whose settings for a language are over serve's 256 KiB settings-request limit: the
+    broker's push was passed on by serve to gopls as an LSP message, and gopls exited on it (the lease
+    ended at start, 4006). serve now refuses it (too_large), the broker logs settings_refused, and the
+    server runs with the task host's settings."""
+
+    class Large:
+        def language_settings(self, owner: str, language: str) -> Mapping[str, Any]:
+            return {"gopls": {"buildFlags": ["-tags=" + "x" * (300 * 1024)]}}
+
+    async def scenario() -> None:
+        async with (
+            real_serve(tmp_path, tag) as upstream,
+            broker(one_session(upstream.url), continuity=True, owner_settings=Large()) as server,
+            client(server, "/lsp/s1?language=go") as ws,
+        ):
+            await initialize(ws, (await ready(ws))["workspaceUri"])
+            answer = await request(ws, 2, "workspace/symbol", {"query": "main"})
+            assert "result" in answer  # gopls answered: it is still running
+            assert 'lsp_lease_released_total{reason="server_exit"} 0.0' in await metrics(server)
+
+    with caplog.at_level(logging.INFO, logger="kandev_lsp"):
+        asyncio.run(scenario())
+    assert "event=settings_refused error=too_large" in caplog.text
+    assert "reason=server_exit" not in caplog.text
