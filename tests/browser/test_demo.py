@@ -12,7 +12,7 @@ import signal
 import subprocess
 import sys
 import uuid
-from collections.abc import Iterator, Sequence
+from collections.abc import AsyncIterator, Iterator, Sequence
 from pathlib import Path
 
 import pytest
@@ -62,6 +62,19 @@ def listening(process: subprocess.Popen[str]) -> dict[str, str]:
     return dict(line)
 
 
+@contextlib.asynccontextmanager
+async def _ready_page(chromium: Chromium, url: str) -> AsyncIterator[Page]:
+    """A tab of the demo's page at ``url`` once it says ready; closed on the way out."""
+    async with Cdp.connect(chromium.devtools_url) as cdp:
+        page = await Page.open(cdp)
+        try:
+            await page.goto(url)
+            assert await state(page, "ready") == "ready"
+            yield page
+        finally:
+            await page.close()
+
+
 def test_the_demo_prints_a_url_whose_page_shows_a_marker_and_ctrl_c_stops_everything(
     chromium: Chromium, real_servers: RealServers
 ) -> None:
@@ -75,15 +88,9 @@ def _run_the_demo(demo: subprocess.Popen[str], chromium: Chromium, tag: str) -> 
     line = listening(demo)
 
     async def scenario() -> None:
-        async with Cdp.connect(chromium.devtools_url) as cdp:
-            page = await Page.open(cdp)
-            try:
-                await page.goto(line["url"])
-                assert await state(page, "ready") == "ready"
-                [[marked, _]] = await markers(page)
-                assert marked == ERROR_LINE
-            finally:
-                await page.close()
+        async with _ready_page(chromium, line["url"]) as page:
+            [[marked, _]] = await markers(page)
+            assert marked == ERROR_LINE
 
     asyncio.run(scenario())
     started = processes_tagged(TAG, tag)
@@ -144,26 +151,20 @@ def test_a_typescript_file_shows_each_marker_once_the_servers_not_monacos_too(
         line = listening(process)
 
         async def scenario() -> None:
-            async with Cdp.connect(chromium.devtools_url) as cdp:
-                page = await Page.open(cdp)
-                try:
-                    await page.goto(line["url"])
-                    assert await state(page, "ready") == "ready"
-                    [[marked, message]] = await markers(page)  # the server's, on the last line
-                    assert marked == 4 and "not assignable to type 'number'" in message
-                    await asyncio.sleep(1.5)  # Monaco's worker validates 0.5 s after a change
-                    owners = await page.evaluate("monaco.editor.getModelMarkers({}).map(m => m.owner)")
-                    assert owners == ["kandev-lsp"], owners
-                    # What the page registers from the server replaces the worker's; the rest stays
-                    # (references, rename, outline: the page has no provider of its own for them).
-                    modes = await page.evaluate(
-                        "monaco.languages.typescript.typescriptDefaults.modeConfiguration"
-                    )
-                    replaced = {"hovers", "definitions", "completionItems", "diagnostics"}
-                    kept = {"references", "rename", "documentSymbols", "signatureHelp", "codeActions"}
-                    assert {mode for mode in replaced | kept if modes[mode]} == kept, modes
-                finally:
-                    await page.close()
+            async with _ready_page(chromium, line["url"]) as page:
+                [[marked, message]] = await markers(page)  # the server's, on the last line
+                assert marked == 4 and "not assignable to type 'number'" in message
+                await asyncio.sleep(1.5)  # Monaco's worker validates 0.5 s after a change
+                owners = await page.evaluate("monaco.editor.getModelMarkers({}).map(m => m.owner)")
+                assert owners == ["kandev-lsp"], owners
+                # What the page registers from the server replaces the worker's; the rest stays
+                # (references, rename, outline: the page has no provider of its own for them).
+                modes = await page.evaluate(
+                    "monaco.languages.typescript.typescriptDefaults.modeConfiguration"
+                )
+                replaced = {"hovers", "definitions", "completionItems", "diagnostics"}
+                kept = {"references", "rename", "documentSymbols", "signatureHelp", "codeActions"}
+                assert {mode for mode in replaced | kept if modes[mode]} == kept, modes
 
         asyncio.run(scenario())
         process.send_signal(signal.SIGINT)
