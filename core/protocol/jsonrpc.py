@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from enum import IntEnum, StrEnum
 from typing import Any, Final, TypeAlias
 
-from kandev_lsp.jsontext import finite_float, reject_constant
+from kandev_lsp import jsontext
 from kandev_lsp.protocol.errors import MalformedMessage
 
 __all__ = [
@@ -80,12 +80,12 @@ def parse_message(body: bytes | str) -> dict[str, Any]:
             f"a message body is not valid UTF-8 (byte {error.start}); LSP bodies are UTF-8 JSON"
         ) from None
     try:
-        message = json.loads(text, parse_constant=reject_constant, parse_float=finite_float)
+        message = jsontext.loads(text)
     except json.JSONDecodeError as error:
         raise MalformedMessage(
             f"a message body is not valid JSON: {error.msg} at line {error.lineno} column {error.colno}"
         ) from None
-    except (ValueError, RecursionError) as error:
+    except jsontext.UnacceptableJson as error:
         # Too deeply nested, an integer with too many digits, NaN/Infinity, a number out of range.
         raise MalformedMessage(f"a message body is not acceptable JSON: {error}") from None
     if not isinstance(message, dict):
