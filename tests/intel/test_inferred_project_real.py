@@ -64,3 +64,30 @@ def test_a_folder_without_a_tsconfig_is_served(tmp_path: Path, real_servers: Rea
     assert references["inferredProject"] is True, references
     assert "add a tsconfig.json" in references["notice"], references
     assert references["summary"].endswith("· inferred project: open files and their imports only"), references
+
+
+def test_a_search_that_skips_a_language_keeps_the_inferred_projects_advice(
+    tmp_path: Path, real_servers: RealServers, tag: str
+) -> None:
+    """``code_symbols`` with a query, in a folder with no tsconfig.json and a Rust file no server here
+    answers for: the answer names the language not searched *and* keeps the advice to add a
+    tsconfig.json (the "not searched" notice used to replace it, leaving ``inferredProject`` unexplained)."""
+    for name, text in {**FILES, "main.rs": "fn main() {}\n"}.items():
+        (tmp_path / name).write_text(text)
+
+    async def asked() -> dict[str, Any]:
+        env = TaskEnvironment.from_agent({**real_servers.overrides(), TAG_VARIABLE: tag})
+        async with IntelService.open([tmp_path], env=env) as service:
+            started = time.monotonic()
+            while time.monotonic() - started < 60:  # until the project is loaded, as the test above
+                diagnostics = await service.dispatch(
+                    "code_diagnostics", {"path": "use.ts"}, IntelContext(deadline=9)
+                )
+                if diagnostics.get("status") != "unavailable":
+                    break
+            return await service.dispatch("code_symbols", {"query": "inc"}, IntelContext(deadline=30))
+
+    symbols = asyncio.run(asked())
+    assert symbols["ok"] and symbols["inferredProject"] is True, symbols
+    assert [entry["language"] for entry in symbols["notSearched"]] == ["rust"], symbols
+    assert "add a tsconfig.json" in symbols["notice"] and "not searched: rust" in symbols["notice"], symbols

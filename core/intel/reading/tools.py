@@ -468,8 +468,9 @@ class LspReadTools:
                 out["notSearched"] = [
                     {"language": lang, "reason": why} for lang, why in sorted(skipped.items())
                 ]
-                out["notice"] = "not searched: " + "; ".join(
-                    f"{lang} ({why})" for lang, why in sorted(skipped.items())
+                _add_notice(  # after an inferred project's advice, never in place of it
+                    out,
+                    "not searched: " + "; ".join(f"{lang} ({why})" for lang, why in sorted(skipped.items())),
                 )
                 if not servers:  # no server answered: never an empty answer's "no symbols"
                     out["status"] = NO_SERVER
