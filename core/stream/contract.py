@@ -148,6 +148,8 @@ def settings_request(body: bytes, frame: Mapping[str, Any] | None = None) -> Set
     ``jsonrpc``, and its ``settings``, when present, is an object. Anything else is traffic (``None``).
     ``frame``: the message's :func:`control_object` (up to :data:`MAX_SETTINGS_FRAME`), when parsed
     already."""
+    if len(body) > MAX_SETTINGS_FRAME:
+        return None
     frame = control_object(body, MAX_SETTINGS_FRAME) if frame is None else frame
     if frame is None or frame.get("control") != "settings":
         return None
@@ -165,7 +167,7 @@ def refused_control(frame: Mapping[str, Any], size: int) -> str:
     if name == "settings" and size > MAX_SETTINGS_FRAME:
         error = "too_large"
     elif name in ("stop", "settings"):
-        error = "bad_request"  # a stop over 1 KiB; settings that are not an object; settings before ready
+        error = "bad_request"  # a stop over 1 KiB; settings that are not an object
     else:
         error = "unknown_control"
     shown = name[:64] if isinstance(name, str) else "?"

@@ -30,7 +30,6 @@ from kandev_lsp.stream.bridge import ClientGone, StopRequested
 from kandev_lsp.stream.contract import (
     CLOSE_REASONS,
     CONTROL_PREFIX,
-    MAX_SETTINGS_FRAME,
     control_object,
     is_stop_frame,
     refused_control,
@@ -223,12 +222,12 @@ class WebSocketChannel:
             return False
         if is_stop_frame(body, frame):
             raise StopRequested
-        fits = len(body) <= MAX_SETTINGS_FRAME
-        request = settings_request(body, frame) if self._on_settings is not None and fits else None
-        if request is None or self._on_settings is None:
+        on_settings = self._on_settings
+        request = settings_request(body, frame) if on_settings is not None else None
+        if request is None or on_settings is None:
             answer = refused_control(frame, len(body))
         else:
-            answer = settings_ack(self._on_settings(request.settings))
+            answer = settings_ack(on_settings(request.settings))
         with contextlib.suppress(ClientGone):
             await self.send(answer.encode("utf-8"))
         return True
