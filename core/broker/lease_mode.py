@@ -586,8 +586,9 @@ class LeaseMode:
                 return
             lease.writer = asyncio.create_task(self._write_upstream(lease, lease.upstream))
             async for raw in lease.upstream:
+                message = _parsed(raw)  # once, for the status check and the traffic after it
                 if lease.ready is None:
-                    frame = _status_frame(raw)
+                    frame = message if _is_status_frame(message) else None
                     if frame is not None:
                         if frame.get("status") == "ready":
                             lease.ready = frame
@@ -604,7 +605,6 @@ class LeaseMode:
                             if lease.attachment is not None:
                                 lease.attachment.send(text)
                         continue
-                message = _parsed(raw)
                 if message is None:
                     continue
                 if message.get("ack") == "settings" and "jsonrpc" not in message:
@@ -872,10 +872,9 @@ def _stop_control(raw: str | bytes) -> Control | None:
     return None
 
 
-def _status_frame(raw: str | bytes) -> dict[str, Any] | None:
-    """serve's status frame (``status``, no ``jsonrpc``), or None for a JSON-RPC message."""
-    data = _parsed(raw)
-    return data if data is not None and "status" in data and "jsonrpc" not in data else None
+def _is_status_frame(message: dict[str, Any] | None) -> bool:
+    """Whether a parsed upstream message is serve's status frame (``status``, no ``jsonrpc``)."""
+    return message is not None and "status" in message and "jsonrpc" not in message
 
 
 def _parsed(raw: str | bytes) -> dict[str, Any] | None:
