@@ -290,8 +290,11 @@ class PluginHost:
         """Record a problem. One found while loading is the loader's to report (from :attr:`problems`,
         in its own words: the CLI's warning lines, ``plugins``, ``doctor``); logging it as well printed
         it twice, once through logging's last-resort handler. One raised by a hook later has nobody
-        else to tell, so it is logged as a warning."""
+        else to tell, so it is logged as a warning. The same problem again (a broken hook fails on every
+        call, and ``serve`` and ``mcp`` call hooks per session) is neither kept nor logged twice."""
         problem = PluginProblem(plugin, phase, error)
+        if problem in self.problems:
+            return
         self.problems.append(problem)
         if phase != "load":
             _trace_log().warning("%s", problem)

@@ -337,6 +337,23 @@ def test_a_hook_returning_the_wrong_type_is_skipped_and_reported() -> None:
     ]
 
 
+
+def test_the_same_problem_again_is_kept_and_logged_once(caplog: pytest.LogCaptureFixture) -> None:
+    # serve and mcp call the settings hooks per session: a hook that fails every time grew the problem
+    # list and logged a warning on every session, without bound.
+    class Failing:
+        @hookimpl
+        def kandev_lsp_default_settings(self) -> dict[str, object]:
+            raise RuntimeError("settings service down")
+
+    host = make_plugin_host(kandev_lsp_go, Failing(), names=["go", "failing"])
+    go = host.language("go")
+    with caplog.at_level(logging.WARNING):
+        for _ in range(3):
+            assert host.default_settings(go) == {"ui.semanticTokens": True}
+    assert [(p.plugin, p.phase) for p in host.problems] == [("failing", "kandev_lsp_default_settings")]
+    assert len([r for r in caplog.records if "settings service down" in r.getMessage()]) == 1
+
 def test_discovered_items_that_are_not_candidates_are_reported(tmp_path: Path) -> None:
     # A plugin returning paths as strings (an easy first mistake) had them dropped without a word.
     from kandev_lsp import Candidate
