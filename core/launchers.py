@@ -66,15 +66,19 @@ def _shebang(head: bytes) -> tuple[bool, list[str]]:
 def runs_on_node(head: bytes) -> bool:
     """Whether a file starting with ``head`` is a script for node: ``#!/usr/bin/env node``,
     ``#!/usr/bin/env -S node --flag``, ``#!/opt/node/bin/node``."""
-    _, words = _shebang(head)
-    return bool(words) and words[0].rsplit("/", 1)[-1].lower() in _NODE_NAMES
+    return _names_node(_shebang(head)[1])
 
 
 def looks_node_up(head: bytes) -> bool:
     """Whether a file starting with ``head`` is a node script whose interpreter ``env`` finds on the PATH
     (``#!/usr/bin/env node``), rather than one naming its node by absolute path."""
-    through_env, _ = _shebang(head)
-    return through_env and runs_on_node(head)
+    through_env, words = _shebang(head)
+    return through_env and _names_node(words)
+
+
+def _names_node(words: list[str]) -> bool:
+    """Whether a ``#!`` line's command words (after any ``env``) start with node."""
+    return bool(words) and words[0].rsplit("/", 1)[-1].lower() in _NODE_NAMES
 
 
 def is_node_script(path: str, probe: FileProbe) -> bool:

@@ -136,7 +136,7 @@ def run_briefly(argv: list[str], env: Mapping[str, str], *, timeout: float) -> B
             stderr=subprocess.PIPE,
             cwd=NEUTRAL_FOLDER,
             start_new_session=posix,
-            preexec_fn=parent_death_hook() if posix else None,
+            preexec_fn=parent_death_hook(),  # None where there is none
         )
     except OSError as exc:
         return BriefRun(False, "", f"cannot execute: {exc.strerror}")

@@ -19,6 +19,7 @@ from kandev_lsp.executables import IN_WORKSPACE, WorkspaceGate
 from kandev_lsp.fileprobe import FileProbe, LocalFileProbe, ProbeStatus
 from kandev_lsp.host import PluginHost
 from kandev_lsp.language import LanguageSpec
+from kandev_lsp.launchers import npm_launch, path_launch
 from kandev_lsp.platform import HostPlatform
 from kandev_lsp.taskenv import Task, TaskEnvironment
 
@@ -156,8 +157,6 @@ class Resolver:
                 continue
             command: tuple[str, ...] = (candidate.path,)
             taken = "exists and is executable"
-            from kandev_lsp.launchers import npm_launch, path_launch
-
             # node <script>, never env's node off the task's PATH: kandev-lsp's own npm install, and any
             # other server that is a `#!/usr/bin/env node` script (a user's `npm install -g`)
             launch = (

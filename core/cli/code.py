@@ -285,7 +285,8 @@ def dry_run(result: dict[str, Any], *, held_by: str | None = None) -> dict[str, 
 
 
 def call_payload(args: argparse.Namespace) -> Any:
-    """The tool's arguments, after the checks that need neither a server nor the tools' catalogue.
+    """The tool's arguments, after the checks that need no server (and, but for ``--approve`` /
+    ``--discard``, which ask whether the tool only reads, not the tools' catalogue).
 
     ``--approve=ID`` / ``--discard=ID`` are the second step of a parked edit:
     ``{"transactionId": ID, "approve": true | false}``.
