@@ -997,9 +997,12 @@ class LspReadTools:
         pulled (typescript-language-server, one offering textDocument/diagnostic) may never publish the
         file, so this is what it said of it: a baseline for a later ``since`` and a mutation's
         "elsewhere"."""
+        pulls = self._pulls.get(id(server))
+        if not pulls:  # a server that publishes (pyright): no scan of its publications for nothing
+            return {}
         documents, activity = server.client.endpoint.documents, server.activity()
         kept: dict[str, _Pulled] = {}
-        for uri, pulled in self._pulls.get(id(server), {}).items():
+        for uri, pulled in pulls.items():
             version = documents.current(uri)
             found = self.workspace.try_uri(uri)
             if version is None or version != pulled.version or not isinstance(found, WorkspaceFile):
